@@ -1,0 +1,44 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+let package = Package(
+    name: "Parley",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "EventLog", targets: ["EventLog"]),
+        .library(name: "Projections", targets: ["Projections"]),
+        .executable(name: "parley", targets: ["EngineCLI"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CLZ4",
+            pkgConfig: "liblz4",
+            providers: [.apt(["liblz4-dev"])]
+        ),
+        .target(name: "CCRC32C"),
+        .target(
+            name: "EventLog",
+            dependencies: [
+                "CLZ4",
+                "CCRC32C",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        .target(name: "Projections", dependencies: ["EventLog"]),
+        .executableTarget(
+            name: "EngineCLI",
+            dependencies: [
+                "Projections",
+                "EventLog",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .testTarget(name: "EventLogTests", dependencies: ["EventLog"]),
+        .testTarget(name: "ProjectionTests", dependencies: ["Projections", "EventLog"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

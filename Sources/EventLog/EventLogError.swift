@@ -1,0 +1,52 @@
+/// The one error type of the EventLog module.
+///
+/// Switch on ``code``; ``message`` names the file, offset, position or rule involved.
+public struct EventLogError: Error, Sendable, CustomStringConvertible {
+    /// What went wrong, as a value callers can compare.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        public let name: String
+        public init(_ name: String) { self.name = name }
+        public var description: String { name }
+
+        /// A batch failed its bounds, CRC, decompression, decoding or chain check before the tail.
+        public static let corruptBatch = Code("corruptBatch")
+        /// A file's format version is not one this build reads.
+        public static let versionMismatch = Code("versionMismatch")
+        /// A record (envelope and payload) is over the 1 MiB limit.
+        public static let recordTooLarge = Code("recordTooLarge")
+        /// A stream or type name is empty.
+        public static let emptyName = Code("emptyName")
+        /// A name is longer than the format allows.
+        public static let nameTooLong = Code("nameTooLong")
+        /// A stream was not at the version an append expected.
+        public static let wrongExpectedVersion = Code("wrongExpectedVersion")
+        /// A durability setting that the log does not know.
+        public static let unknownDurability = Code("unknownDurability")
+        /// A configuration value out of range.
+        public static let invalidConfiguration = Code("invalidConfiguration")
+        /// The directory holds files but is not a Parley log; the log refuses to touch it.
+        public static let notALog = Code("notALog")
+        /// Another process (or another open log in this one) holds the directory.
+        public static let locked = Code("locked")
+        /// The log does not exist and was not to be created.
+        public static let notFound = Code("notFound")
+        /// The log was closed, or a sync failed and the log stopped taking writes.
+        public static let closed = Code("closed")
+        /// An operating-system call failed.
+        public static let io = Code("io")
+        /// The append call was empty.
+        public static let emptyAppend = Code("emptyAppend")
+    }
+
+    public var code: Code
+    public var message: String
+    public var cause: (any Error)?
+
+    public init(_ code: Code, _ message: String, cause: (any Error)? = nil) {
+        self.code = code
+        self.message = message
+        self.cause = cause
+    }
+
+    public var description: String { message }
+}
