@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 
 /// The `parley` command line: parses, calls the libraries, prints.
 @main
