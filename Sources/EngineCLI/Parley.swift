@@ -10,6 +10,7 @@ struct Parley: AsyncParsableCommand {
         subcommands: [
             StatsCommand.self,
             VerifyCommand.self,
+            RepairCommand.self,
             CrashWriterCommand.self,
         ]
     )
