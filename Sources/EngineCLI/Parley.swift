@@ -11,6 +11,7 @@ struct Parley: AsyncParsableCommand {
             StatsCommand.self,
             VerifyCommand.self,
             RepairCommand.self,
+            ExportCommand.self,
             CrashWriterCommand.self,
         ]
     )
