@@ -1,0 +1,31 @@
+import ArgumentParser
+import Foundation
+
+/// The `parley` command line: parses, calls the libraries, prints.
+@main
+struct Parley: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "parley",
+        abstract: "An event-sourced messaging engine: append, replay, query, audit and benchmark.",
+        subcommands: [
+            StatsCommand.self,
+            VerifyCommand.self,
+            RepairCommand.self,
+            CrashWriterCommand.self,
+        ]
+    )
+}
+
+/// The options every command shares.
+struct GlobalOptions: ParsableArguments {
+    @Option(name: .long, help: "The data directory (default: $PARLEY_DATA or ./parley-data).")
+    var data: String?
+
+    var directory: String {
+        if let data { return data }
+        if let fromEnvironment = ProcessInfo.processInfo.environment["PARLEY_DATA"], !fromEnvironment.isEmpty {
+            return fromEnvironment
+        }
+        return "./parley-data"
+    }
+}

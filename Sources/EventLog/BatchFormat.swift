@@ -1,0 +1,262 @@
+import Crypto
+
+/// The fixed layout of a batch header, a segment header and a segment footer (docs/FORMAT.md).
+enum BatchFormat {
+    static let version: UInt16 = 1
+    /// "PLB1", little-endian.
+    static let batchMagic: UInt32 = 0x3142_4C50
+    /// "PLSF", little-endian.
+    static let footerMagic: UInt32 = 0x4653_4C50
+    static let segmentMagic: [UInt8] = Array("PARLEYSG".utf8)
+    static let headerSize = 80
+    static let segmentHeaderSize = 32
+    static let footerSize = 56
+    static let digestSize = 32
+
+    /// The block is LZ4-compressed (otherwise stored as is).
+    static let flagCompressed: UInt16 = 1
+    /// The append group goes on in the next batch; a log must never end on such a batch.
+    static let flagContinues: UInt16 = 2
+
+    static let zeroDigest = [UInt8](repeating: 0, count: digestSize)
+}
+
+/// A decoded batch header.
+struct BatchHeader: Equatable, Sendable {
+    var crc: UInt32
+    var version: UInt16
+    var flags: UInt16
+    var count: UInt32
+    var firstPosition: UInt64
+    var minTime: Int64
+    var maxTime: Int64
+    var uncompressedLength: UInt32
+    var storedLength: UInt32
+    var digest: [UInt8]
+
+    var totalLength: Int { BatchFormat.headerSize + Int(storedLength) }
+    var lastPosition: UInt64 { firstPosition + UInt64(count) - 1 }
+    var isCompressed: Bool { flags & BatchFormat.flagCompressed != 0 }
+    var continues: Bool { flags & BatchFormat.flagContinues != 0 }
+
+    /// Parses the 80 header bytes at `offset`; nil when the magic is wrong or fields are impossible.
+    static func parse(_ bytes: UnsafeRawBufferPointer, at offset: Int) -> BatchHeader? {
+        guard offset >= 0, bytes.count - offset >= BatchFormat.headerSize else { return nil }
+        func u16(_ at: Int) -> UInt16 { UInt16(littleEndian: bytes.loadUnaligned(fromByteOffset: offset + at, as: UInt16.self)) }
+        func u32(_ at: Int) -> UInt32 { UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: offset + at, as: UInt32.self)) }
+        func u64(_ at: Int) -> UInt64 { UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset + at, as: UInt64.self)) }
+        guard u32(0) == BatchFormat.batchMagic else { return nil }
+        let header = BatchHeader(
+            crc: u32(4), version: u16(8), flags: u16(10), count: u32(12), firstPosition: u64(16),
+            minTime: Int64(bitPattern: u64(24)), maxTime: Int64(bitPattern: u64(32)),
+            uncompressedLength: u32(40), storedLength: u32(44),
+            digest: Array(UnsafeRawBufferPointer(rebasing: bytes[(offset + 48)..<(offset + 80)])))
+        guard header.count > 0, header.firstPosition > 0, header.minTime <= header.maxTime,
+            header.storedLength <= UInt32(EventLog.maximumBatchSize),
+            header.uncompressedLength <= UInt32(EventLog.maximumBatchSize)
+        else { return nil }
+        return header
+    }
+
+    /// Writes the header fields (everything but the CRC, which covers them) into `out` at `offset`.
+    static func write(
+        into out: inout [UInt8], at offset: Int, flags: UInt16, count: UInt32, firstPosition: UInt64, minTime: Int64,
+        maxTime: Int64, uncompressedLength: UInt32, storedLength: UInt32
+    ) {
+        out.withUnsafeMutableBytes { raw in
+            raw.storeBytes(of: BatchFormat.batchMagic.littleEndian, toByteOffset: offset, as: UInt32.self)
+            raw.storeBytes(of: UInt32(0), toByteOffset: offset + 4, as: UInt32.self)
+            raw.storeBytes(of: BatchFormat.version.littleEndian, toByteOffset: offset + 8, as: UInt16.self)
+            raw.storeBytes(of: flags.littleEndian, toByteOffset: offset + 10, as: UInt16.self)
+            raw.storeBytes(of: count.littleEndian, toByteOffset: offset + 12, as: UInt32.self)
+            raw.storeBytes(of: firstPosition.littleEndian, toByteOffset: offset + 16, as: UInt64.self)
+            raw.storeBytes(of: UInt64(bitPattern: minTime).littleEndian, toByteOffset: offset + 24, as: UInt64.self)
+            raw.storeBytes(of: UInt64(bitPattern: maxTime).littleEndian, toByteOffset: offset + 32, as: UInt64.self)
+            raw.storeBytes(of: uncompressedLength.littleEndian, toByteOffset: offset + 40, as: UInt32.self)
+            raw.storeBytes(of: storedLength.littleEndian, toByteOffset: offset + 44, as: UInt32.self)
+        }
+    }
+
+    /// The chain value after a batch: SHA-256 of the previous value, header bytes 8..<48 and the stored block.
+    static func chain(previous: [UInt8], batch: UnsafeRawBufferPointer) -> [UInt8] {
+        var hasher = SHA256()
+        hasher.update(data: previous)
+        hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: batch[8..<48]))
+        hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: batch[BatchFormat.headerSize...]))
+        return Array(hasher.finalize())
+    }
+
+    /// The CRC-32C over everything after the CRC field.
+    static func checksum(batch: UnsafeRawBufferPointer) -> UInt32 {
+        CRC32C.checksum(UnsafeRawBufferPointer(rebasing: batch[8...]))
+    }
+}
+
+/// A record with everything assigned, ready to encode.
+struct PendingRecord {
+    var id: EventID
+    var time: Int64
+    var stream: String
+    var streamVersion: UInt64
+    var type: String
+    var actor: String
+    var payload: [UInt8]
+}
+
+/// Encodes records into batches: names interned per batch, varint fields, LZ4 block, CRC and chain digest.
+///
+/// Not Sendable: owns the compressor state; used by the writer thread only.
+struct BatchEncoder: ~Copyable {
+    private let compressor = LZ4Compressor()
+    private var block = BinaryWriter(capacity: 128 * 1024)
+    private var names: [String: Int] = [:]
+    private var recordsArea = BinaryWriter(capacity: 128 * 1024)
+
+    /// Appends one batch holding `records` (positions from `firstPosition`) to `out`.
+    /// Returns the new chain digest.
+    mutating func encode(
+        _ records: ArraySlice<PendingRecord>, firstPosition: UInt64, previousDigest: [UInt8], continues: Bool,
+        into out: inout [UInt8]
+    ) throws(EventLogError) -> (digest: [UInt8], header: BatchHeader) {
+        names.removeAll(keepingCapacity: true)
+        recordsArea.bytes.removeAll(keepingCapacity: true)
+        block.bytes.removeAll(keepingCapacity: true)
+        var nameList: [String] = []
+        var minTime = Int64.max
+        var maxTime = Int64.min
+        for record in records {
+            minTime = min(minTime, record.time)
+            maxTime = max(maxTime, record.time)
+        }
+        func intern(_ name: String) -> UInt64 {
+            if let index = names[name] { return UInt64(index) }
+            let index = nameList.count
+            names[name] = index
+            nameList.append(name)
+            return UInt64(index)
+        }
+        for record in records {
+            recordsArea.writeUInt64(record.id.high.bigEndian)
+            recordsArea.writeUInt64(record.id.low.bigEndian)
+            recordsArea.writeVarint(UInt64(bitPattern: record.time &- minTime))
+            recordsArea.writeVarint(intern(record.stream))
+            recordsArea.writeVarint(record.streamVersion)
+            recordsArea.writeVarint(intern(record.type))
+            recordsArea.writeVarint(intern(record.actor))
+            recordsArea.writeLengthPrefixed(record.payload)
+        }
+        block.writeVarint(UInt64(nameList.count))
+        for name in nameList { block.writeString(name) }
+        block.write(bytes: recordsArea.bytes)
+
+        let start = out.count
+        out.append(contentsOf: repeatElement(0, count: BatchFormat.headerSize))
+        let compressed: Result<Int, EventLogError> = block.bytes.withUnsafeBytes { raw in
+            do throws(EventLogError) {
+                return .success(try compressor.compress(raw, appendingTo: &out))
+            } catch {
+                return .failure(error)
+            }
+        }
+        let stored = try compressed.get()
+        var flags = continues ? BatchFormat.flagContinues : 0
+        var storedLength = stored
+        if stored >= block.count {
+            // Incompressible: store the block as is, so a batch never grows past its encoded size.
+            out.removeLast(stored)
+            out.append(contentsOf: block.bytes)
+            storedLength = block.count
+        } else {
+            flags |= BatchFormat.flagCompressed
+        }
+        BatchHeader.write(
+            into: &out, at: start, flags: flags, count: UInt32(records.count), firstPosition: firstPosition,
+            minTime: minTime, maxTime: maxTime, uncompressedLength: UInt32(block.count),
+            storedLength: UInt32(storedLength))
+        let digest = out.withUnsafeBytes { raw in
+            BatchHeader.chain(
+                previous: previousDigest, batch: UnsafeRawBufferPointer(rebasing: raw[start..<out.count]))
+        }
+        out.replaceSubrange((start + 48)..<(start + 80), with: digest)
+        let crc = out.withUnsafeBytes { raw in
+            BatchHeader.checksum(batch: UnsafeRawBufferPointer(rebasing: raw[start..<out.count]))
+        }
+        out.withUnsafeMutableBytes { $0.storeBytes(of: crc.littleEndian, toByteOffset: start + 4, as: UInt32.self) }
+        let header = BatchHeader(
+            crc: crc, version: BatchFormat.version, flags: flags, count: UInt32(records.count),
+            firstPosition: firstPosition, minTime: minTime, maxTime: maxTime,
+            uncompressedLength: UInt32(block.count), storedLength: UInt32(storedLength), digest: digest)
+        return (digest, header)
+    }
+}
+
+/// Why a batch could not be read.
+enum BatchProblem: String, Error, Sendable {
+    case badMagic
+    case badHeader
+    case truncated
+    case crcMismatch
+    case decompressionFailed
+    case decodeFailed
+}
+
+/// Decodes a batch's records after checking its CRC.
+enum BatchDecoder {
+    /// Checks the CRC and returns the uncompressed block.
+    static func block(header: BatchHeader, batch: UnsafeRawBufferPointer) -> Result<[UInt8], BatchProblem> {
+        guard batch.count >= header.totalLength else { return .failure(.truncated) }
+        let whole = UnsafeRawBufferPointer(rebasing: batch[0..<header.totalLength])
+        guard BatchHeader.checksum(batch: whole) == header.crc else { return .failure(.crcMismatch) }
+        let stored = UnsafeRawBufferPointer(rebasing: whole[BatchFormat.headerSize...])
+        if header.isCompressed {
+            guard let bytes = LZ4.decompress(stored, uncompressedCount: Int(header.uncompressedLength)) else {
+                return .failure(.decompressionFailed)
+            }
+            return .success(bytes)
+        }
+        guard stored.count == Int(header.uncompressedLength) else { return .failure(.decodeFailed) }
+        return .success(Array(stored))
+    }
+
+    /// Decodes every record of an uncompressed block.
+    static func records(header: BatchHeader, block: [UInt8]) -> [Record]? {
+        var result: [Record] = []
+        result.reserveCapacity(Int(header.count))
+        let ok = forEach(header: header, block: block) { result.append($0) }
+        return ok ? result : nil
+    }
+
+    /// Calls `body` for each record of the block in order; false when the block does not decode.
+    static func forEach(header: BatchHeader, block: [UInt8], _ body: (Record) -> Void) -> Bool {
+        do {
+            var reader = BinaryReader(block)
+            let nameCount = try reader.readCount(limit: block.count)
+            var names: [String] = []
+            names.reserveCapacity(nameCount)
+            for _ in 0..<nameCount { names.append(try reader.readString()) }
+            func name() throws -> String {
+                guard !names.isEmpty else { throw BinaryReader.Truncated(offset: reader.offset, what: "name") }
+                let index = try reader.readCount(limit: names.count - 1)
+                return names[index]
+            }
+            for index in 0..<Int(header.count) {
+                let high = UInt64(bigEndian: try reader.readUInt64())
+                let low = UInt64(bigEndian: try reader.readUInt64())
+                let time = header.minTime &+ Int64(bitPattern: try reader.readVarint())
+                let stream = try name()
+                let version = try reader.readVarint()
+                let type = try name()
+                let actor = try name()
+                let payload = try reader.readLengthPrefixed()
+                body(
+                    Record(
+                        position: Position(header.firstPosition + UInt64(index)), id: EventID(high: high, low: low),
+                        time: time, stream: StreamName(stream), streamVersion: StreamVersion(version), type: type,
+                        actor: actor, payload: payload))
+            }
+            return reader.isAtEnd
+        } catch {
+            return false
+        }
+    }
+}

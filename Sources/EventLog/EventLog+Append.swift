@@ -1,0 +1,465 @@
+import Dispatch
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// One append call waiting for the writer.
+///
+/// `@unchecked Sendable`: `records` never changes; the completion runs exactly once, on the thread that
+/// finishes the call.
+final class AppendRequest: @unchecked Sendable {
+    let records: [ProposedRecord]
+    let completion: @Sendable (Result<AppendResult, EventLogError>) -> Void
+    var result: AppendResult?
+    let estimatedBytes: Int
+
+    init(records: [ProposedRecord], completion: @escaping @Sendable (Result<AppendResult, EventLogError>) -> Void) {
+        self.records = records
+        self.completion = completion
+        estimatedBytes = records.reduce(0) { $0 + $1.payload.count + $1.stream.rawValue.utf8.count + 48 }
+    }
+}
+
+/// A written group waiting for fdatasync.
+struct SyncItem {
+    var file: FileDescriptor
+    var requests: [AppendRequest]
+    var lastPosition: UInt64
+    var digest: [UInt8]
+}
+
+/// The writer thread's own state, and the queues between producers, the writer and the syncer.
+///
+/// `@unchecked Sendable`: the `tail…`, `encoder`, `next…` fields are touched only by the writer thread;
+/// the queues are guarded by their `NSCondition`s.
+final class WriterState: @unchecked Sendable {
+    // Producers → writer.
+    let queueCondition = NSCondition()
+    var queue: [AppendRequest] = []
+    var isClosing = false
+    // Writer → syncer.
+    let syncCondition = NSCondition()
+    var syncQueue: [SyncItem] = []
+    var isSyncerClosing = false
+    var isDirty = false
+    let stopped = DispatchGroup()
+
+    // Writer thread only.
+    var encoder = BatchEncoder()
+    var nextPosition: UInt64 = 1
+    var tailDigest: [UInt8] = BatchFormat.zeroDigest
+    var tailSegment = 0
+    var tailOffset = 0
+    var tailRecordCount: UInt64 = 0
+    var tailFile: FileDescriptor
+    let directory: String
+
+    private init(directory: String, tailFile: FileDescriptor) {
+        self.directory = directory
+        self.tailFile = tailFile
+    }
+
+    /// Makes sure the log has an open, unsealed tail segment and points the writer at its end.
+    static func prepare(directory: String, index: inout LogIndex) throws(EventLogError) -> WriterState {
+        if index.segments.last?.isSealed ?? true {
+            index.segments.append(try createSegment(directory: directory, firstPosition: index.committed + 1))
+        }
+        guard let tail = index.segments.last else {
+            throw EventLogError(.io, "no tail segment in \(directory)")
+        }
+        try tail.file.truncate(to: tail.length)
+        let writer = WriterState(directory: directory, tailFile: tail.file)
+        writer.nextPosition = index.committed + 1
+        writer.tailDigest = index.committedDigest
+        writer.tailSegment = index.segments.count - 1
+        writer.tailOffset = tail.length
+        writer.tailRecordCount = index.committed + 1 - tail.firstPosition
+        return writer
+    }
+
+    /// Creates a segment file with its header, synced, and syncs the directory.
+    static func createSegment(directory: String, firstPosition: UInt64) throws(EventLogError) -> SegmentState {
+        let path = directory + "/" + segmentFileName(firstPosition: firstPosition)
+        let file = try FileDescriptor.open(path, flags: O_RDWR | O_CREAT | O_EXCL)
+        let header = SegmentScanner.segmentHeader(firstPosition: firstPosition, createdAt: currentTimeMilliseconds())
+        try file.write(header, at: 0)
+        try file.syncAll()
+        try FileSystem.syncDirectory(directory)
+        return SegmentState(
+            firstPosition: firstPosition, path: path, file: file, length: header.count, isSealed: false)
+    }
+}
+
+extension EventLog {
+    /// Appends records atomically: all of them land in the log or none do. Returns once they are durable
+    /// (under `.synced`) or written (under `.buffered`).
+    ///
+    /// A record whose id is already in the log is not written again; its original position is returned.
+    /// - Throws: `.recordTooLarge`, `.emptyName`, `.wrongExpectedVersion` (nothing written), `.emptyAppend`,
+    ///   `.closed` after ``close()`` or a failed sync, `.io` when the write fails.
+    public func append(_ records: [ProposedRecord]) async throws(EventLogError) -> AppendResult {
+        let result: Result<AppendResult, EventLogError> = await withCheckedContinuation { continuation in
+            submit(records) { continuation.resume(returning: $0) }
+        }
+        return try result.get()
+    }
+
+    /// ``append(_:)`` for callers outside Swift concurrency: blocks the calling thread until durable.
+    public func appendAndWait(_ records: [ProposedRecord]) throws(EventLogError) -> AppendResult {
+        let done = DispatchSemaphore(value: 0)
+        let box = Mutex<Result<AppendResult, EventLogError>?>(nil)
+        submit(records) { result in
+            box.withLock { $0 = result }
+            done.signal()
+        }
+        done.wait()
+        return try box.withLock { $0 }!.get()
+    }
+
+    func submit(
+        _ records: [ProposedRecord], completion: @escaping @Sendable (Result<AppendResult, EventLogError>) -> Void
+    ) {
+        guard !records.isEmpty else {
+            completion(.failure(EventLogError(.emptyAppend, "an append needs at least one record")))
+            return
+        }
+        let request = AppendRequest(records: records, completion: completion)
+        writer.queueCondition.lock()
+        if writer.isClosing {
+            writer.queueCondition.unlock()
+            completion(.failure(EventLogError(.closed, "the log at \(directory) is closed")))
+            return
+        }
+        writer.queue.append(request)
+        writer.queueCondition.signal()
+        writer.queueCondition.unlock()
+    }
+
+    func startThreads() {
+        writer.stopped.enter()
+        writer.stopped.enter()
+        let writerThread = Thread { [self] in
+            writerLoop()
+            writer.stopped.leave()
+        }
+        writerThread.name = "parley-writer"
+        writerThread.start()
+        let syncThread = Thread { [self] in
+            syncerLoop()
+            writer.stopped.leave()
+        }
+        syncThread.name = "parley-syncer"
+        syncThread.start()
+    }
+
+    func stopThreads() {
+        writer.queueCondition.lock()
+        writer.isClosing = true
+        writer.queueCondition.broadcast()
+        writer.queueCondition.unlock()
+        writer.stopped.wait()
+    }
+
+    private func writerLoop() {
+        let maximumGroupBytes = 8 << 20
+        while true {
+            writer.queueCondition.lock()
+            while writer.queue.isEmpty && !writer.isClosing { writer.queueCondition.wait() }
+            if writer.queue.isEmpty {
+                writer.queueCondition.unlock()
+                break
+            }
+            var taken = 0
+            var bytes = 0
+            for request in writer.queue {
+                taken += 1
+                bytes += request.estimatedBytes
+                if bytes >= maximumGroupBytes { break }
+            }
+            let group = Array(writer.queue.prefix(taken))
+            writer.queue.removeFirst(taken)
+            writer.queueCondition.unlock()
+            writeGroup(group)
+        }
+        writer.syncCondition.lock()
+        writer.isSyncerClosing = true
+        writer.syncCondition.signal()
+        writer.syncCondition.unlock()
+    }
+
+    /// Validates, assigns positions, encodes, writes and hands a group to the syncer.
+    private func writeGroup(_ group: [AppendRequest]) {
+        var pending: [PendingRecord] = []
+        var accepted: [AppendRequest] = []
+        var rejected: [(AppendRequest, EventLogError)] = []
+        var undo: [(EventID, String, String)] = []
+        let now = currentTimeMilliseconds()
+        let failure: EventLogError? = state.withLock { index in
+            if let failure = index.failure { return failure }
+            for request in group {
+                switch assign(request, now: now, index: &index, pending: &pending, undo: &undo) {
+                case .success(let result):
+                    request.result = result
+                    accepted.append(request)
+                case .failure(let error):
+                    rejected.append((request, error))
+                }
+            }
+            return nil
+        }
+        for (request, error) in rejected { request.completion(.failure(error)) }
+        if let failure {
+            for request in group { request.completion(.failure(EventLogError(.closed, failure.message, cause: failure))) }
+            return
+        }
+        guard !accepted.isEmpty else { return }
+        if pending.isEmpty {
+            // Every record was a duplicate: acknowledge once what came before is durable.
+            enqueueForSync(accepted, lastPosition: writer.nextPosition - 1, digest: writer.tailDigest)
+            return
+        }
+        do throws(EventLogError) {
+            var out: [UInt8] = []
+            out.reserveCapacity(pending.reduce(0) { $0 + $1.payload.count } / 2 + 4096)
+            var batches: [(BatchHeader, Int)] = []
+            var digest = writer.tailDigest
+            var start = 0
+            var position = writer.nextPosition
+            while start < pending.count {
+                var end = start
+                var size = 0
+                while end < pending.count && (end == start || size + pending[end].payload.count + 64 <= configuration.batchSize) {
+                    size += pending[end].payload.count + pending[end].stream.utf8.count + 40
+                    end += 1
+                }
+                let offsetInGroup = out.count
+                let (newDigest, header) = try writer.encoder.encode(
+                    pending[start..<end], firstPosition: position, previousDigest: digest,
+                    continues: end < pending.count, into: &out)
+                digest = newDigest
+                batches.append((header, offsetInGroup))
+                position += UInt64(end - start)
+                start = end
+            }
+            if writer.tailOffset + out.count > configuration.segmentSize
+                && writer.tailOffset > BatchFormat.segmentHeaderSize
+            {
+                try roll()
+            }
+            do {
+                try writer.tailFile.write(out, at: writer.tailOffset)
+            } catch {
+                try? writer.tailFile.truncate(to: writer.tailOffset)
+                throw error
+            }
+            let segment = Int32(writer.tailSegment)
+            let base = writer.tailOffset
+            state.withLock { index in
+                for (header, offset) in batches {
+                    index.batches.append(
+                        BatchLocation(
+                            segment: segment, offset: Int64(base + offset), firstPosition: header.firstPosition,
+                            count: header.count, totalLength: UInt32(header.totalLength),
+                            uncompressedLength: header.uncompressedLength, minTime: header.minTime,
+                            maxTime: header.maxTime))
+                    index.uncompressedBytes += Int(header.uncompressedLength)
+                }
+                index.segments[Int(segment)].length = base + out.count
+            }
+            writer.tailOffset += out.count
+            writer.tailRecordCount += UInt64(pending.count)
+            writer.nextPosition += UInt64(pending.count)
+            writer.tailDigest = digest
+            enqueueForSync(accepted, lastPosition: writer.nextPosition - 1, digest: digest)
+        } catch {
+            state.withLock { index in
+                for (id, stream, type) in undo.reversed() {
+                    index.ids[id] = nil
+                    index.streams[stream]?.removeLast()
+                    if index.streams[stream]?.isEmpty == true { index.streams[stream] = nil }
+                    index.typeCounts[type, default: 1] -= 1
+                    if index.typeCounts[type] == 0 { index.typeCounts[type] = nil }
+                }
+            }
+            for request in accepted { request.completion(.failure(error)) }
+        }
+    }
+
+    /// Checks one request against the indexes (and the group so far) and assigns its positions.
+    private func assign(
+        _ request: AppendRequest, now: Int64, index: inout LogIndex, pending: inout [PendingRecord],
+        undo: inout [(EventID, String, String)]
+    ) -> Result<AppendResult, EventLogError> {
+        var positions: [Position] = []
+        var duplicates: [Bool] = []
+        var localVersions: [String: UInt64] = [:]
+        var localIDs: [EventID: UInt64] = [:]
+        var fresh: [PendingRecord] = []
+        var next = writer.nextPosition + UInt64(pending.count)
+        for (number, record) in request.records.enumerated() {
+            if let existing = index.ids[record.id] ?? localIDs[record.id] {
+                positions.append(Position(existing))
+                duplicates.append(true)
+                continue
+            }
+            let stream = record.stream.rawValue
+            guard !stream.isEmpty else {
+                return .failure(EventLogError(.emptyName, "record \(number) of the append has an empty stream name"))
+            }
+            guard !record.type.isEmpty else {
+                return .failure(EventLogError(.emptyName, "record \(number) of the append has an empty type name"))
+            }
+            let size = record.payload.count + stream.utf8.count + record.type.utf8.count + record.actor.utf8.count + 40
+            guard size <= EventLog.maximumRecordSize else {
+                return .failure(
+                    EventLogError(
+                        .recordTooLarge,
+                        "record \(number) of the append is \(size) bytes; the limit is \(EventLog.maximumRecordSize) "
+                            + "(1 MiB) per record"))
+            }
+            let current = localVersions[stream] ?? UInt64(index.streams[stream]?.count ?? 0)
+            if let expected = record.expectedVersion {
+                let holds: Bool
+                switch expected {
+                case .noStream: holds = current == 0
+                case .streamExists: holds = current > 0
+                case .exactly(let version): holds = current == version.rawValue
+                }
+                guard holds else {
+                    return .failure(
+                        EventLogError(
+                            .wrongExpectedVersion,
+                            "stream '\(stream)' is at version \(current), but record \(number) expected \(expected)"))
+                }
+            }
+            localVersions[stream] = current + 1
+            localIDs[record.id] = next
+            positions.append(Position(next))
+            duplicates.append(false)
+            fresh.append(
+                PendingRecord(
+                    id: record.id, time: record.time ?? now, stream: stream, streamVersion: current + 1,
+                    type: record.type, actor: record.actor, payload: record.payload))
+            next += 1
+        }
+        var position = writer.nextPosition + UInt64(pending.count)
+        for record in fresh {
+            index.ids[record.id] = position
+            index.streams[record.stream, default: []].append(position)
+            index.typeCounts[record.type, default: 0] += 1
+            undo.append((record.id, record.stream, record.type))
+            position += 1
+        }
+        pending.append(contentsOf: fresh)
+        return .success(AppendResult(positions: positions, wasDuplicate: duplicates))
+    }
+
+    /// Seals the tail segment with its footer and starts a new one.
+    private func roll() throws(EventLogError) {
+        let footer = SegmentScanner.footer(
+            count: writer.tailRecordCount, lastPosition: writer.nextPosition - 1, digest: writer.tailDigest)
+        try writer.tailFile.write(footer, at: writer.tailOffset)
+        try writer.tailFile.syncData()
+        let sealedLength = writer.tailOffset + footer.count
+        let segment = try WriterState.createSegment(directory: directory, firstPosition: writer.nextPosition)
+        let sealedNumber = writer.tailSegment
+        state.withLock { index in
+            index.segments[sealedNumber].length = sealedLength
+            index.segments[sealedNumber].isSealed = true
+            index.segments.append(segment)
+        }
+        writer.tailSegment += 1
+        writer.tailFile = segment.file
+        writer.tailOffset = segment.length
+        writer.tailRecordCount = 0
+    }
+
+    private func enqueueForSync(_ requests: [AppendRequest], lastPosition: UInt64, digest: [UInt8]) {
+        if case .buffered = configuration.durability {
+            commit(through: lastPosition, digest: digest)
+            writer.syncCondition.lock()
+            writer.isDirty = true
+            writer.syncCondition.unlock()
+            for request in requests { request.completion(.success(request.result!)) }
+            return
+        }
+        writer.syncCondition.lock()
+        writer.syncQueue.append(
+            SyncItem(file: writer.tailFile, requests: requests, lastPosition: lastPosition, digest: digest))
+        writer.syncCondition.signal()
+        writer.syncCondition.unlock()
+    }
+
+    private func syncerLoop() {
+        var interval: Double? = nil
+        if case .buffered(let duration) = configuration.durability {
+            let (seconds, attoseconds) = duration.components
+            interval = Double(seconds) + Double(attoseconds) / 1e18
+        }
+        while true {
+            writer.syncCondition.lock()
+            if let interval {
+                if !writer.isSyncerClosing {
+                    _ = writer.syncCondition.wait(until: Date(timeIntervalSinceNow: interval))
+                }
+                let dirty = writer.isDirty
+                writer.isDirty = false
+                let closing = writer.isSyncerClosing
+                writer.syncCondition.unlock()
+                if dirty {
+                    let file = state.withLock { $0.segments.last?.file }
+                    do { try file?.syncData() } catch { poison(error) }
+                }
+                if closing { return }
+                continue
+            }
+            while writer.syncQueue.isEmpty && !writer.isSyncerClosing { writer.syncCondition.wait() }
+            let items = writer.syncQueue
+            writer.syncQueue.removeAll()
+            let closing = writer.isSyncerClosing
+            writer.syncCondition.unlock()
+            if items.isEmpty && closing { return }
+            var synced: Set<ObjectIdentifier> = []
+            var failure: EventLogError?
+            for item in items where !synced.contains(ObjectIdentifier(item.file)) {
+                synced.insert(ObjectIdentifier(item.file))
+                do { try item.file.syncData() } catch {
+                    failure = error
+                    break
+                }
+            }
+            if let failure {
+                poison(failure)
+                for item in items { for request in item.requests { request.completion(.failure(failure)) } }
+                continue
+            }
+            if let last = items.last { commit(through: last.lastPosition, digest: last.digest) }
+            for item in items { for request in item.requests { request.completion(.success(request.result!)) } }
+        }
+    }
+
+    /// Makes records up to `position` visible to readers and wakes subscribers.
+    private func commit(through position: UInt64, digest: [UInt8]) {
+        state.withLock { index in
+            if position > index.committed {
+                index.committed = position
+                index.committedDigest = digest
+            }
+        }
+        notifier.notify()
+    }
+
+    /// After a failed sync the kernel may have dropped dirty pages: take no more writes until reopened.
+    private func poison(_ error: EventLogError) {
+        state.withLock { index in
+            if index.failure == nil {
+                index.failure = EventLogError(
+                    .closed, "a sync failed (\(error.message)); the log takes no more appends until reopened",
+                    cause: error)
+            }
+        }
+    }
+}

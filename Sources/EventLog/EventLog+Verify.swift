@@ -1,0 +1,171 @@
+import Synchronization
+
+/// One thing `verify` found wrong.
+public struct VerificationProblem: Sendable, Hashable, CustomStringConvertible {
+    /// The segment file's name.
+    public var segment: String
+    /// Byte offset in the segment.
+    public var offset: Int
+    /// The position the log expected there.
+    public var position: UInt64
+    /// What is wrong: `crcMismatch`, `decompressionFailed`, `hashChainMismatch`, `positionGap`, ...
+    public var kind: String
+
+    public var description: String { "\(segment) offset \(offset) (position \(position)): \(kind)" }
+}
+
+/// What ``EventLog/verify()`` found.
+public struct VerificationReport: Sendable, Hashable {
+    public var isOK: Bool { problems.isEmpty }
+    /// Records in batches that passed every check.
+    public var records: UInt64
+    public var batches: Int
+    public var segments: Int
+    /// The chain value after the last good batch.
+    public var headDigest: String
+    public var problems: [VerificationProblem]
+}
+
+extension EventLog {
+    /// Checks every committed batch: bounds, CRC, decompression, record decoding, dense positions, the hash
+    /// chain and segment footers. Reports every problem rather than stopping at the first.
+    public func verify() throws(EventLogError) -> VerificationReport {
+        let (segments, committed) = state.withLock { index in
+            (index.segments.map { ($0.path, $0.length) }, index.committed)
+        }
+        return try EventLog.verify(segments: segments, through: committed)
+    }
+
+    /// Verifies the log in `directory` without opening it for writing (works on a log too damaged to open).
+    /// - Throws: `.notALog` when the directory has no Parley state file.
+    public static func verify(directory: String) throws(EventLogError) -> VerificationReport {
+        guard FileSystem.exists(directory + "/" + stateFileName) else {
+            throw EventLogError(.notALog, "\(directory) is not a Parley log (no \(stateFileName))")
+        }
+        let names = try FileSystem.list(directory).filter { $0.hasSuffix(".seg") }
+        var segments: [(String, Int)] = []
+        for name in names {
+            let path = directory + "/" + name
+            segments.append((path, Int(FileSystem.fingerprint(path)?.size ?? 0)))
+        }
+        return try verify(segments: segments, through: .max)
+    }
+
+    static func verify(segments: [(path: String, length: Int)], through committed: UInt64) throws(EventLogError)
+        -> VerificationReport
+    {
+        var problems: [VerificationProblem] = []
+        var expected: UInt64 = 1
+        var digest = BatchFormat.zeroDigest
+        var batches = 0
+        var records: UInt64 = 0
+        for (number, segment) in segments.enumerated() {
+            let name = String(segment.path.split(separator: "/").last ?? "")
+            guard let all = try FileSystem.read(segment.path) else { continue }
+            let bytes = Array(all.prefix(segment.length))
+            let scanner = SegmentScanner(name: name, bytes: bytes)
+            guard let first = try scanner.parseHeader() else {
+                problems.append(VerificationProblem(segment: name, offset: 0, position: expected, kind: "badSegmentHeader"))
+                continue
+            }
+            if first != expected {
+                problems.append(
+                    VerificationProblem(segment: name, offset: 0, position: expected, kind: "positionGap"))
+                expected = first
+            }
+            var offset = BatchFormat.segmentHeaderSize
+            var sealed = false
+            while offset < bytes.count {
+                if let footer = scanner.parseFooter(at: offset) {
+                    if footer.lastPosition != expected - 1 || footer.digest != digest {
+                        problems.append(
+                            VerificationProblem(segment: name, offset: offset, position: expected, kind: "footerMismatch"))
+                    }
+                    sealed = true
+                    if offset + BatchFormat.footerSize != bytes.count {
+                        problems.append(
+                            VerificationProblem(
+                                segment: name, offset: offset + BatchFormat.footerSize, position: expected,
+                                kind: "bytesAfterFooter"))
+                    }
+                    break
+                }
+                switch scanner.checkBatch(at: offset) {
+                case .failure(let problem):
+                    problems.append(
+                        VerificationProblem(segment: name, offset: offset, position: expected, kind: problem.rawValue))
+                    // Resynchronise on the next batch that checks out, so every later problem is reported too.
+                    var next = offset + 1
+                    var resumed = false
+                    while next + BatchFormat.headerSize <= bytes.count {
+                        if case .success(let (header, _)) = scanner.checkBatch(at: next) {
+                            offset = next
+                            expected = header.firstPosition
+                            digest = header.digest
+                            let chained = bytes.withUnsafeBytes { raw in
+                                BatchHeader.chain(
+                                    previous: BatchFormat.zeroDigest,
+                                    batch: UnsafeRawBufferPointer(rebasing: raw[next..<(next + header.totalLength)]))
+                            }
+                            _ = chained
+                            resumed = true
+                            break
+                        }
+                        if scanner.parseFooter(at: next) != nil {
+                            offset = next
+                            resumed = true
+                            break
+                        }
+                        next += 1
+                    }
+                    if !resumed { offset = bytes.count }
+                    // The chain cannot be checked across a damaged batch: adopt the stored value after it.
+                    if resumed, case .success(let (header, _)) = scanner.checkBatch(at: offset) {
+                        digest = chainBefore(header: header, bytes: bytes, offset: offset, fallback: digest)
+                    }
+                    continue
+                case .success(let (header, block)):
+                    if header.firstPosition > committed { offset = bytes.count; continue }
+                    if header.firstPosition != expected {
+                        problems.append(
+                            VerificationProblem(segment: name, offset: offset, position: expected, kind: "positionGap"))
+                    }
+                    let chained = bytes.withUnsafeBytes { raw in
+                        BatchHeader.chain(
+                            previous: digest,
+                            batch: UnsafeRawBufferPointer(rebasing: raw[offset..<(offset + header.totalLength)]))
+                    }
+                    if chained != header.digest {
+                        problems.append(
+                            VerificationProblem(
+                                segment: name, offset: offset, position: header.firstPosition, kind: "hashChainMismatch"))
+                    }
+                    if BatchDecoder.records(header: header, block: block) == nil {
+                        problems.append(
+                            VerificationProblem(
+                                segment: name, offset: offset, position: header.firstPosition, kind: "recordDecodeFailed"))
+                    } else {
+                        records += UInt64(header.count)
+                    }
+                    digest = chained
+                    batches += 1
+                    expected = header.lastPosition + 1
+                    offset += header.totalLength
+                }
+            }
+            if !sealed && number < segments.count - 1 {
+                problems.append(
+                    VerificationProblem(segment: name, offset: bytes.count, position: expected, kind: "missingFooter"))
+            }
+        }
+        return VerificationReport(
+            records: records, batches: batches, segments: segments.count, headDigest: digest.hexString,
+            problems: problems)
+    }
+
+    /// After skipping a damaged batch, the chain resumes from the value stored in the batch before `offset`:
+    /// we cannot know it, so we take the one that makes this batch check out if the stored digest allows.
+    private static func chainBefore(header: BatchHeader, bytes: [UInt8], offset: Int, fallback: [UInt8]) -> [UInt8] {
+        fallback
+    }
+}

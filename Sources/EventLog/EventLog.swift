@@ -1,0 +1,285 @@
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// An append-only, LZ4-compressed, checksummed, hash-chained log of records in segment files.
+///
+/// One writer thread owns the tail and groups waiting appends into batches (group commit); readers and
+/// subscribers see only committed records. Open with ``open(directory:configuration:)`` and always
+/// ``close()`` when done: a log that was not closed is recovered (re-validated) on the next open.
+///
+/// `@unchecked Sendable`: shared state sits behind `Mutex`es and `NSCondition`s; the writer-thread state
+/// (``WriterState``) is touched only by the writer thread after `open` returns.
+public final class EventLog: @unchecked Sendable {
+    /// How a log is opened.
+    public struct Configuration: Sendable {
+        /// A segment is sealed and a new one started once it reaches this many bytes (default 128 MiB).
+        public var segmentSize: Int
+        /// Target uncompressed bytes per batch (default 64 KiB; at least 16 KiB unless testing).
+        public var batchSize: Int
+        /// When appends are acknowledged.
+        public var durability: Durability
+        /// Create the directory and an empty log when none is there.
+        public var createIfMissing: Bool
+        /// Open a log with a corrupt batch by cutting it off there (and everything after it). The dropped
+        /// records are reported in ``EventLog/openReport``. Never done unless asked.
+        public var truncateAtCorruption: Bool
+
+        public init(
+            segmentSize: Int = 128 << 20, batchSize: Int = 64 << 10, durability: Durability = .synced,
+            createIfMissing: Bool = true, truncateAtCorruption: Bool = false
+        ) {
+            self.segmentSize = segmentSize
+            self.batchSize = batchSize
+            self.durability = durability
+            self.createIfMissing = createIfMissing
+            self.truncateAtCorruption = truncateAtCorruption
+        }
+
+        func validate() throws(EventLogError) {
+            guard segmentSize >= 4096 else {
+                throw EventLogError(.invalidConfiguration, "segment size \(segmentSize) is below the 4096-byte minimum")
+            }
+            guard batchSize >= 256, batchSize <= 4 << 20 else {
+                throw EventLogError(.invalidConfiguration, "batch size \(batchSize) is outside 256 B – 4 MiB")
+            }
+            if case .buffered(let interval) = durability, interval <= .zero {
+                throw EventLogError(.unknownDurability, "a buffered durability needs a positive sync interval")
+            }
+        }
+    }
+
+    /// What opening found and did.
+    public struct OpenReport: Sendable, Hashable {
+        /// The log was closed cleanly and opened from its checkpoint without a scan.
+        public var openedFromCheckpoint = false
+        /// Bytes cut off a torn tail (a write the crash interrupted).
+        public var truncatedBytes = 0
+        /// Records dropped: by a torn multi-batch append, or by `truncateAtCorruption`.
+        public var droppedRecords: UInt64 = 0
+        /// One line for each thing recovery did.
+        public var notes: [String] = []
+    }
+
+    /// Everything in one record but the payload is limited to this many bytes (1 MiB) together with it.
+    public static let maximumRecordSize = 1 << 20
+    /// No batch is ever larger than this; a header claiming more is damaged.
+    static let maximumBatchSize = 16 << 20
+    static let stateFileName = "parley.state"
+    static let lockFileName = "LOCK"
+    static let checkpointFileName = "index.ckpt"
+
+    /// The data directory.
+    public let directory: String
+    public let configuration: Configuration
+    /// What opening found and did.
+    public let openReport: OpenReport
+
+    let lockFile: FileDescriptor
+    let state: Mutex<LogIndex>
+    let cache = Mutex(BatchCache())
+    let notifier = CommitNotifier()
+    let writer: WriterState
+    let lifecycle = Mutex(Lifecycle.open)
+
+    enum Lifecycle { case open, closed }
+
+    private init(
+        directory: String, configuration: Configuration, report: OpenReport, lockFile: FileDescriptor,
+        index: LogIndex, writer: WriterState
+    ) {
+        self.directory = directory
+        self.configuration = configuration
+        self.openReport = report
+        self.lockFile = lockFile
+        self.state = Mutex(index)
+        self.writer = writer
+    }
+
+    /// Opens (or creates) the log in `directory`, recovering it if it was not closed cleanly.
+    ///
+    /// - Throws: `.notALog` for a directory holding other files, `.locked` when another writer has it,
+    ///   `.corruptBatch` naming the segment and byte offset when a batch before the tail is damaged
+    ///   (unless `truncateAtCorruption`), `.versionMismatch` for a newer format, `.io` for system errors.
+    public static func open(directory: String, configuration: Configuration = .init()) throws(EventLogError)
+        -> EventLog
+    {
+        try configuration.validate()
+        if !FileSystem.exists(directory) {
+            guard configuration.createIfMissing else {
+                throw EventLogError(.notFound, "no log at \(directory)")
+            }
+            try FileSystem.makeDirectory(directory)
+        }
+        guard FileSystem.isDirectory(directory) else {
+            throw EventLogError(.notALog, "\(directory) is a file, not a log directory")
+        }
+        let names = try FileSystem.list(directory)
+        let statePath = directory + "/" + stateFileName
+        let hasState = names.contains(stateFileName)
+        if !hasState {
+            let foreign = names.filter { $0 != lockFileName }
+            if !foreign.isEmpty {
+                let shown = foreign.prefix(3).joined(separator: ", ")
+                throw EventLogError(
+                    .notALog,
+                    "\(directory) holds files (\(shown)\(foreign.count > 3 ? ", …" : "")) but no \(stateFileName): "
+                        + "it is not a Parley log, and Parley will not touch it. Use an empty or new directory.")
+            }
+        }
+        let lockFile = try FileDescriptor.open(directory + "/" + lockFileName, flags: O_RDWR | O_CREAT)
+        guard lockFile.tryLock() else {
+            throw EventLogError(
+                .locked, "\(directory) is in use by another Parley process (or another open log); close it first")
+        }
+        var stateFile = try StateFile.read(statePath)
+        if stateFile == nil {
+            stateFile = StateFile(isClean: false, head: 0, digest: BatchFormat.zeroDigest)
+            try FileSystem.writeAtomically(stateFile!.encoded(), to: statePath, directory: directory)
+        }
+        let segmentNames = names.filter { $0.hasSuffix(".seg") }
+        var report = OpenReport()
+        var index: LogIndex
+        if let stateFile, stateFile.isClean,
+            let loaded = try Checkpoint.load(directory: directory, segmentNames: segmentNames, state: stateFile)
+        {
+            index = loaded
+            report.openedFromCheckpoint = true
+        } else {
+            index = try recover(
+                directory: directory, segmentNames: segmentNames, configuration: configuration, report: &report)
+        }
+        let writer = try WriterState.prepare(directory: directory, index: &index)
+        try FileSystem.writeAtomically(
+            StateFile(isClean: false, head: index.committed, digest: index.committedDigest).encoded(),
+            to: statePath, directory: directory)
+        let log = EventLog(
+            directory: directory, configuration: configuration, report: report, lockFile: lockFile, index: index,
+            writer: writer)
+        log.startThreads()
+        return log
+    }
+
+    /// The newest committed position (``Position/zero`` when the log is empty).
+    public var head: Position { Position(state.withLock { $0.committed }) }
+
+    /// The hash-chain value after the newest committed batch, as 64 hex digits.
+    public var headDigest: String { state.withLock { $0.committedDigest }.hexString }
+
+    /// Flushes, writes the index checkpoint and marks the log cleanly closed, so the next open is instant.
+    ///
+    /// Appends already queued are written first; later calls fail with `.closed`. Closing twice is harmless.
+    /// - Throws: `.io` when the final sync or checkpoint cannot be written (the next open then recovers).
+    public func close() throws(EventLogError) {
+        let wasOpen = lifecycle.withLock { state in
+            defer { state = .closed }
+            return state == .open
+        }
+        guard wasOpen else { return }
+        stopThreads()
+        notifier.close()
+        defer { lockFile.unlock() }
+        let snapshot = state.withLock { $0 }
+        if let failure = snapshot.failure {
+            throw EventLogError(.closed, "log closed after a failure; it will be recovered on open", cause: failure)
+        }
+        if let tail = snapshot.segments.last { try tail.file.syncData() }
+        try Checkpoint.write(snapshot, directory: directory)
+        try FileSystem.writeAtomically(
+            StateFile(isClean: true, head: snapshot.committed, digest: snapshot.committedDigest).encoded(),
+            to: directory + "/" + EventLog.stateFileName, directory: directory)
+    }
+
+    /// Sizes and counts for `parley stats`.
+    public func stats() -> LogStats {
+        state.withLock { index in
+            LogStats(
+                records: index.committed, segments: index.segments.count,
+                bytesOnDisk: index.segments.reduce(0) { $0 + $1.length },
+                uncompressedBytes: index.uncompressedBytes, batches: index.batches.count,
+                typeCounts: index.typeCounts, headDigest: index.committedDigest.hexString)
+        }
+    }
+}
+
+/// Sizes and counts of a log.
+public struct LogStats: Sendable, Hashable {
+    /// Committed records.
+    public var records: UInt64
+    public var segments: Int
+    /// Bytes in segment files.
+    public var bytesOnDisk: Int
+    /// The batches' encoded bytes before LZ4.
+    public var uncompressedBytes: Int
+    public var batches: Int
+    /// Records per event type name.
+    public var typeCounts: [String: Int]
+    /// The head of the hash chain, in hex.
+    public var headDigest: String
+}
+
+/// The small marker file that says "this directory is a Parley log" and whether it was closed cleanly.
+struct StateFile: Equatable {
+    static let magic: [UInt8] = Array("PARLEYST".utf8)
+    var isClean: Bool
+    var head: UInt64
+    var digest: [UInt8]
+
+    func encoded() -> [UInt8] {
+        var writer = BinaryWriter(capacity: 64)
+        writer.write(bytes: StateFile.magic)
+        writer.writeUInt16(UInt16(BatchFormat.version))
+        writer.write(isClean ? 1 : 0)
+        writer.writeUInt64(head)
+        writer.write(bytes: digest)
+        writer.writeUInt32(CRC32C.checksum(writer.bytes))
+        return writer.bytes
+    }
+
+    /// Reads the state file; nil when absent. A damaged one reads as "not clean" (recover by scanning).
+    static func read(_ path: String) throws(EventLogError) -> StateFile? {
+        guard let bytes = try FileSystem.read(path) else { return nil }
+        guard bytes.count >= 8, Array(bytes[0..<8]) == magic else {
+            throw EventLogError(.notALog, "\(path) is not a Parley state file; this directory is not a Parley log")
+        }
+        var reader = BinaryReader(bytes, offset: 8)
+        var crcReader = BinaryReader(bytes, offset: max(0, bytes.count - 4))
+        guard bytes.count == 8 + 2 + 1 + 8 + 32 + 4,
+            CRC32C.checksum(Array(bytes[0..<(bytes.count - 4)])) == (try? crcReader.readUInt32()),
+            let version = try? reader.readUInt16(), let clean = try? reader.readByte(), let head = try? reader.readUInt64(),
+            let digest = try? reader.readBytes(32)
+        else { return StateFile(isClean: false, head: 0, digest: BatchFormat.zeroDigest) }
+        guard version == BatchFormat.version else {
+            throw EventLogError(
+                .versionMismatch, "\(path) has format version \(version); this build reads \(BatchFormat.version)")
+        }
+        return StateFile(isClean: clean == 1, head: head, digest: digest)
+    }
+}
+
+extension Array where Element == UInt8 {
+    var hexString: String {
+        let digits = Array("0123456789abcdef".utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(count * 2)
+        for byte in self {
+            out.append(digits[Int(byte >> 4)])
+            out.append(digits[Int(byte & 0xF)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+}
+
+func segmentFileName(firstPosition: UInt64) -> String {
+    let digits = String(firstPosition)
+    return String(repeating: "0", count: max(0, 20 - digits.count)) + digits + ".seg"
+}
+
+func currentTimeMilliseconds() -> Int64 {
+    var now = timespec()
+    clock_gettime(CLOCK_REALTIME, &now)
+    return Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec) / 1_000_000
+}

@@ -1,0 +1,180 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// An open file that closes itself. Reads and writes are positional (pread/pwrite), so several threads
+/// may read one descriptor at once.
+///
+/// `@unchecked Sendable`: the descriptor number never changes after init, and pread/pwrite/fdatasync are
+/// safe to call from several threads on one descriptor.
+final class FileDescriptor: @unchecked Sendable {
+    let rawValue: CInt
+    let path: String
+
+    private init(rawValue: CInt, path: String) {
+        self.rawValue = rawValue
+        self.path = path
+    }
+
+    deinit { _ = Glibc.close(rawValue) }
+
+    static func open(_ path: String, flags: CInt, mode: mode_t = 0o600) throws(EventLogError) -> FileDescriptor {
+        let fd = Glibc.open(path, flags | O_CLOEXEC, mode)
+        guard fd >= 0 else { throw EventLogError.system("open \(path)") }
+        return FileDescriptor(rawValue: fd, path: path)
+    }
+
+    /// The file's size.
+    func size() throws(EventLogError) -> Int {
+        var info = stat()
+        guard fstat(rawValue, &info) == 0 else { throw EventLogError.system("stat \(path)") }
+        return Int(info.st_size)
+    }
+
+    /// Reads exactly `count` bytes at `offset`, or fewer only at end of file.
+    func read(at offset: Int, count: Int) throws(EventLogError) -> [UInt8] {
+        var failed = false
+        let bytes = [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+            var done = 0
+            while done < count {
+                let n = pread(rawValue, buffer.baseAddress! + done, count - done, off_t(offset + done))
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    failed = true
+                    break
+                }
+                if n == 0 { break }
+                done += n
+            }
+            initialized = done
+        }
+        if failed { throw EventLogError.system("read \(path) at offset \(offset)") }
+        return bytes
+    }
+
+    /// Writes all of `bytes` at `offset`.
+    func write(_ bytes: UnsafeRawBufferPointer, at offset: Int) throws(EventLogError) {
+        var done = 0
+        while done < bytes.count {
+            let n = pwrite(rawValue, bytes.baseAddress! + done, bytes.count - done, off_t(offset + done))
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw EventLogError.system("write \(path) at offset \(offset + done)")
+            }
+            done += n
+        }
+    }
+
+    func write(_ bytes: [UInt8], at offset: Int) throws(EventLogError) {
+        let outcome: Result<Void, EventLogError> = bytes.withUnsafeBytes { raw in
+            do throws(EventLogError) {
+                try write(raw, at: offset)
+                return .success(())
+            } catch {
+                return .failure(error)
+            }
+        }
+        try outcome.get()
+    }
+
+    func syncData() throws(EventLogError) {
+        guard fdatasync(rawValue) == 0 else { throw EventLogError.system("fdatasync \(path)") }
+    }
+
+    func syncAll() throws(EventLogError) {
+        guard fsync(rawValue) == 0 else { throw EventLogError.system("fsync \(path)") }
+    }
+
+    func truncate(to length: Int) throws(EventLogError) {
+        guard ftruncate(rawValue, off_t(length)) == 0 else { throw EventLogError.system("truncate \(path)") }
+    }
+
+    /// Takes an exclusive advisory lock without waiting; false when another holder has it.
+    func tryLock() -> Bool { flock(rawValue, LOCK_EX | LOCK_NB) == 0 }
+
+    func unlock() { _ = flock(rawValue, LOCK_UN) }
+}
+
+/// Small file-system helpers.
+enum FileSystem {
+    static func exists(_ path: String) -> Bool { access(path, F_OK) == 0 }
+
+    static func isDirectory(_ path: String) -> Bool {
+        var info = stat()
+        return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
+    }
+
+    static func makeDirectory(_ path: String) throws(EventLogError) {
+        guard mkdir(path, 0o700) == 0 || errno == EEXIST else { throw EventLogError.system("mkdir \(path)") }
+    }
+
+    static func list(_ path: String) throws(EventLogError) -> [String] {
+        guard let dir = opendir(path) else { throw EventLogError.system("list \(path)") }
+        defer { closedir(dir) }
+        var names: [String] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names.sorted()
+    }
+
+    static func syncDirectory(_ path: String) throws(EventLogError) {
+        let fd = try FileDescriptor.open(path, flags: O_RDONLY | O_DIRECTORY)
+        try fd.syncAll()
+    }
+
+    static func remove(_ path: String) throws(EventLogError) {
+        guard unlink(path) == 0 || errno == ENOENT else { throw EventLogError.system("remove \(path)") }
+    }
+
+    static func rename(_ from: String, _ to: String) throws(EventLogError) {
+        guard Glibc.rename(from, to) == 0 else { throw EventLogError.system("rename \(from) to \(to)") }
+    }
+
+    /// Size, modification time and inode: what tells whether a file changed since we last saw it.
+    static func fingerprint(_ path: String) -> FileFingerprint? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return FileFingerprint(
+            size: UInt64(info.st_size), modifiedSeconds: Int64(info.st_mtim.tv_sec),
+            modifiedNanoseconds: Int64(info.st_mtim.tv_nsec), inode: UInt64(info.st_ino))
+    }
+
+    /// Writes a whole file through a temporary name, synced, then renamed into place and the directory synced.
+    static func writeAtomically(_ bytes: [UInt8], to path: String, directory: String) throws(EventLogError) {
+        let temporary = path + ".tmp"
+        let fd = try FileDescriptor.open(temporary, flags: O_WRONLY | O_CREAT | O_TRUNC)
+        try fd.write(bytes, at: 0)
+        try fd.syncAll()
+        try rename(temporary, path)
+        try syncDirectory(directory)
+    }
+
+    /// Reads a whole file; nil when it does not exist.
+    static func read(_ path: String) throws(EventLogError) -> [UInt8]? {
+        guard exists(path) else { return nil }
+        let fd = try FileDescriptor.open(path, flags: O_RDONLY)
+        return try fd.read(at: 0, count: fd.size())
+    }
+}
+
+struct FileFingerprint: Equatable, Sendable {
+    var size: UInt64
+    var modifiedSeconds: Int64
+    var modifiedNanoseconds: Int64
+    var inode: UInt64
+}
+
+extension EventLogError {
+    /// An I/O error carrying errno's text.
+    static func system(_ what: String) -> EventLogError {
+        let code = errno
+        let text = String(cString: strerror(code))
+        return EventLogError(.io, "\(what): \(text) (errno \(code))")
+    }
+}
