@@ -155,10 +155,10 @@ func parleyExecutable() throws -> URL {
             directory = directory.deletingLastPathComponent()
         }
     }
-    let running = CommandLine.arguments[0]
-    Issue.record(
-        "the parley executable was not found next to the test binary (\(running)); "
-            + "build it with `swift build --build-tests` first")
+    let message =
+        "the parley executable was not found next to the test binary (\(CommandLine.arguments[0])); "
+        + "build it with `swift build --build-tests` first"
+    Issue.record(Comment(rawValue: message))
     throw CancellationError()
 }
 
