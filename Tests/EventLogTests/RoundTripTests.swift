@@ -115,6 +115,9 @@ import Testing
                 try log.read(from: Position(UInt64(from)), limit: limit), slice,
                 "\(label): read(from: \(from), limit: \(limit))")
         }
+        // A limit of 0 reads nothing.
+        #expect(try log.read(from: .first, limit: 0) == [])
+        #expect(try log.read(from: Position(500), limit: 1) == [expected[499]])
         var tail: [Record] = []
         let tailStart = expected.count - 777
         try log.forEach(from: Position(UInt64(tailStart))) { tail.append($0) }
