@@ -101,11 +101,13 @@ import Testing
         _ record: Record, _ what: String, sourceLocation: SourceLocation = #_sourceLocation
     ) {
         let proposed = CrashRecipe.proposed(id: record.id)
-        #expect(record.stream == proposed.stream, "\(what): stream at \(record.position)", sourceLocation: sourceLocation)
+        #expect(
+            record.stream == proposed.stream, "\(what): stream at \(record.position)", sourceLocation: sourceLocation)
         #expect(record.type == proposed.type, "\(what): type at \(record.position)", sourceLocation: sourceLocation)
         #expect(record.actor == proposed.actor, "\(what): actor at \(record.position)", sourceLocation: sourceLocation)
         #expect(
-            record.payload == proposed.payload, "\(what): payload at \(record.position)", sourceLocation: sourceLocation)
+            record.payload == proposed.payload, "\(what): payload at \(record.position)", sourceLocation: sourceLocation
+        )
     }
 }
 
@@ -147,7 +149,8 @@ func parleyExecutable() throws -> URL {
         while directory.path != "/" && !directory.path.isEmpty {
             let candidate = directory.appendingPathComponent("parley")
             var isDirectory: ObjCBool = false
-            if FileManager.default.fileExists(atPath: candidate.path, isDirectory: &isDirectory), !isDirectory.boolValue,
+            if FileManager.default.fileExists(atPath: candidate.path, isDirectory: &isDirectory),
+                !isDirectory.boolValue,
                 FileManager.default.isExecutableFile(atPath: candidate.path)
             {
                 return candidate

@@ -66,7 +66,8 @@ import Testing
             let batches = try batchesOnDisk(path)
             for batch in batches {
                 chain = bytes.withUnsafeBytes { raw in
-                    BatchHeader.chain(previous: chain, batch: UnsafeRawBufferPointer(rebasing: raw[batch.offset..<batch.end]))
+                    BatchHeader.chain(
+                        previous: chain, batch: UnsafeRawBufferPointer(rebasing: raw[batch.offset..<batch.end]))
                 }
                 bytes.replaceSubrange((batch.offset + 48)..<(batch.offset + 80), with: chain)
                 recomputeCRC(of: batch, in: &bytes)
@@ -87,8 +88,9 @@ import Testing
         try simulateCrashMarkers(in: directory)
         let log = try EventLog.open(directory: directory)
         #expect(log.head == Position(UInt64(records.count)))
-        #expect(try log.record(at: Position(changed.header.lastPosition))?.payload
-            != records[Int(changed.header.lastPosition) - 1].payload)
+        #expect(
+            try log.record(at: Position(changed.header.lastPosition))?.payload
+                != records[Int(changed.header.lastPosition) - 1].payload)
         // ...but the head digest is not the one recorded before the change.
         #expect(log.headDigest != digest)
         #expect(report.headDigest == log.headDigest)

@@ -87,7 +87,9 @@ import Testing
         #expect(answers.streams == expected.streams)
         expectSameRecords(answers.all, expected.all, "read after rebuild")
         // Appends go on from the same place, with the same stream versions.
-        let result = try await rebuilt.append([proposed[5], ProposedRecord(stream: "idx-stream:3", type: "T", actor: "a", payload: [])])
+        let result = try await rebuilt.append([
+            proposed[5], ProposedRecord(stream: "idx-stream:3", type: "T", actor: "a", payload: []),
+        ])
         #expect(result.positions == [Position(6), Position(4001)])
         #expect(try rebuilt.record(at: Position(4001))?.streamVersion == StreamVersion(UInt64(4000 / 7 + 1)))
         try rebuilt.close()

@@ -45,7 +45,8 @@ import Testing
             #expect(caughtUp.position.rawValue >= from - 1, sourceLocation: sourceLocation)
         }
         expectSameRecords(
-            observed.records, try log.read(from: Position(from)), "records from \(from)", sourceLocation: sourceLocation)
+            observed.records, try log.read(from: Position(from)), "records from \(from)", sourceLocation: sourceLocation
+        )
     }
 
     @Test(.timeLimit(.minutes(1)))

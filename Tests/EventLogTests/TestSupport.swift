@@ -96,7 +96,8 @@ func expectSameRecords(
 ) {
     #expect(actual.count == expected.count, "\(what): record count", sourceLocation: sourceLocation)
     if let index = zip(actual, expected).enumerated().first(where: { $0.element.0 != $0.element.1 })?.offset {
-        #expect(actual[index] == expected[index], "\(what): first difference at index \(index)",
+        #expect(
+            actual[index] == expected[index], "\(what): first difference at index \(index)",
             sourceLocation: sourceLocation)
     }
 }

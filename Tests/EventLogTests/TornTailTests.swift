@@ -28,7 +28,8 @@ import Testing
 
     static let damages: [Damage] =
         (1...8).map { Damage.cutLastBatch(seed: $0) } + [.zeros(count: 1), .zeros(count: 79), .zeros(count: 80)]
-        + [.zeros(count: 4096)] + (1...4).map { Damage.garbage(seed: $0) } + (1...3).map { Damage.cutThenZeros(seed: $0) }
+        + [.zeros(count: 4096)] + (1...4).map { Damage.garbage(seed: $0) }
+        + (1...3).map { Damage.cutThenZeros(seed: $0) }
 
     @Test(arguments: damages, [false, true])
     func tornTailIsTruncatedToTheLastWholeBatch(damage: Damage, crashMarkers: Bool) async throws {
@@ -83,7 +84,8 @@ import Testing
         #expect(reopened.openReport.truncatedBytes == expectedCut)
         #expect(reopened.openReport.droppedRecords == 0)
         #expect(reopened.head == Position(UInt64(survivors)))
-        #expect(try fileBytes(tail) == Array(original.prefix(survivors == proposed.count ? original.count : last.offset)))
+        #expect(
+            try fileBytes(tail) == Array(original.prefix(survivors == proposed.count ? original.count : last.offset)))
         expectSameRecords(
             try reopened.read(from: .first), Array(expectedRecords(proposed).prefix(survivors)), "after recovery")
         #expect(try reopened.verify().problems == [])
@@ -132,7 +134,8 @@ import Testing
         // Cut inside the last batch, exactly between two batches, inside the first batch, or just after its header.
         let cut: Int
         switch cutCase {
-        case 0: cut = groupBatches.last!.offset + 1 + Int(random.next() % UInt64(groupBatches.last!.header.totalLength - 1))
+        case 0:
+            cut = groupBatches.last!.offset + 1 + Int(random.next() % UInt64(groupBatches.last!.header.totalLength - 1))
         case 1: cut = groupBatches.last!.offset
         case 2: cut = groupStart + 1 + Int(random.next() % UInt64(groupBatches[0].header.totalLength - 1))
         default: cut = groupBatches[1].offset + BatchFormat.headerSize
