@@ -27,6 +27,7 @@ extension EventLog {
     /// Reads committed records with positions at or after `from`, in order, at most `limit` of them.
     /// - Throws: `.corruptBatch` naming the segment and offset when a batch on the way fails its checks.
     public func read(from: Position, limit: Int = .max) throws(EventLogError) -> [Record] {
+        guard limit > 0 else { return [] }
         var result: [Record] = []
         try scan(from: from, useCache: limit < 4096) { record in
             result.append(record)
