@@ -39,6 +39,7 @@ let package = Package(
         ),
         .testTarget(name: "EventLogTests", dependencies: ["EventLog"]),
         .testTarget(name: "ProjectionTests", dependencies: ["Projections", "EventLog"]),
+        .testTarget(name: "EngineCLITests", dependencies: ["Projections", "EventLog"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -14,6 +14,13 @@ struct Parley: AsyncParsableCommand {
             VerifyCommand.self,
             RepairCommand.self,
             ExportCommand.self,
+            ImportCommand.self,
+            AppendCommand.self,
+            QueryCommand.self,
+            AuditCommand.self,
+            ReplayCommand.self,
+            SnapshotCommand.self,
+            TailCommand.self,
             CrashWriterCommand.self,
         ]
     )
