@@ -11,6 +11,7 @@ struct Parley: AsyncParsableCommand {
             StatsCommand.self,
             VerifyCommand.self,
             CrashWriterCommand.self,
+            BenchCommand.self,
         ]
     )
 }
