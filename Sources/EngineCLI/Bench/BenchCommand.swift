@@ -28,6 +28,7 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(help: "Override the number of events for append-batched (and scan, read-room, audit-actor, size).")
     var events: Int?
     @Option(help: "Override the number of events for append-concurrent.") var concurrentEvents: Int?
+    @Option(help: "Also write the JSON report to this file (with the table on stdout).") var jsonFile: String?
     @Flag(help: "Keep the benchmark's logs (and print where) instead of deleting them.") var keep = false
 
     func validate() throws {
@@ -55,6 +56,7 @@ struct BenchCommand: AsyncParsableCommand {
             settings: settings, compareSQLite: compare == "sqlite", sweep: sweep, root: root,
             progress: ProgressLine(enabled: isatty(STDERR_FILENO) == 1))
         let report = try await runner.run()
+        if let jsonFile { try Data(try report.json().utf8).write(to: URL(fileURLWithPath: jsonFile)) }
         print(json ? try report.json() : report.table())
     }
 

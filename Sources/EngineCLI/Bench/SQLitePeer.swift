@@ -193,10 +193,10 @@ final class SQLitePeer: @unchecked Sendable {
         }
     }
 
-    /// Bytes of the database, its WAL and shared-memory file.
+    /// Bytes of the database file and its WAL.
     func bytesOnDisk() -> Int {
         ["", "-wal"].reduce(0) { total, suffix in
-            let size = (try? FileManager.default.attributesOfItem(atPath: path + suffix)[.size] as? Int) ?? 0
+            let size = (try? FileManager.default.attributesOfItem(atPath: path + suffix))?[.size] as? Int
             return total + (size ?? 0)
         }
     }
