@@ -2,28 +2,151 @@ import ArgumentParser
 import EventLog
 import Foundation
 
-struct StatsCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "stats", abstract: "Sizes, counts and the head digest.")
-    @OptionGroup var global: GlobalOptions
-    @Flag(help: "Print JSON.") var json = false
+/// The `stats --json` shape.
+struct StatsOutput: Encodable {
+    var events: UInt64
+    var segments: Int
+    var bytesOnDisk: Int
+    var uncompressedBytes: Int
+    var compressionRatio: Double
+    var byType: [String: Int]
+    var headDigest: String
 
-    func run() throws {
-        let log = try EventLog.open(directory: global.directory, configuration: .init(createIfMissing: false))
-        defer { try? log.close() }
-        let stats = log.stats()
-        print("events \(stats.records) segments \(stats.segments) bytes \(stats.bytesOnDisk) head \(stats.headDigest)")
+    init(_ stats: LogStats) {
+        events = stats.records
+        segments = stats.segments
+        bytesOnDisk = stats.bytesOnDisk
+        uncompressedBytes = stats.uncompressedBytes
+        compressionRatio = stats.bytesOnDisk > 0 ? Double(stats.uncompressedBytes) / Double(stats.bytesOnDisk) : 0
+        byType = stats.typeCounts
+        headDigest = stats.headDigest
+    }
+
+    func printTable() {
+        print("events            \(events)")
+        print("segments          \(segments)")
+        print("bytes on disk     \(bytesOnDisk) (\(Output.bytes(bytesOnDisk)))")
+        print("uncompressed      \(uncompressedBytes) (\(Output.bytes(uncompressedBytes)))")
+        print(String(format: "compression ratio %.2f×", compressionRatio))
+        print("head digest       \(headDigest)")
+        print("")
+        Output.table(["type", "events"], byType.sorted { ($0.value, $1.key) > ($1.value, $0.key) }.map { [$0.key, String($0.value)] })
     }
 }
 
-struct VerifyCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "verify", abstract: "Check every batch.")
+struct StatsCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "stats", abstract: "Sizes, compression ratio, counts by type and the head digest.")
     @OptionGroup var global: GlobalOptions
     @Flag(help: "Print JSON.") var json = false
 
     func run() throws {
+        let log = try global.openExistingLog()
+        let output = StatsOutput(log.stats())
+        try log.close()
+        if json { try Output.json(output) } else { output.printTable() }
+    }
+}
+
+/// The `verify --json` shape.
+struct VerifyOutput: Encodable {
+    struct Problem: Encodable {
+        var segment: String
+        var offset: Int
+        var position: UInt64
+        var kind: String
+    }
+    var ok: Bool
+    var events: UInt64
+    var batches: Int
+    var headDigest: String
+    var problems: [Problem]
+}
+
+struct VerifyCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "verify",
+        abstract: "Check every batch: bounds, CRC, decompression, records, dense positions, the hash chain.",
+        discussion: "Works on a log too damaged to open. Exits 1 when anything is wrong.")
+    @OptionGroup var global: GlobalOptions
+    @Flag(help: "Print JSON.") var json = false
+
+    func run() throws {
+        try global.requireLog()
         let report = try EventLog.verify(directory: global.directory)
-        print("ok \(report.isOK) events \(report.records) batches \(report.batches) head \(report.headDigest)")
-        for problem in report.problems { print(problem) }
+        let output = VerifyOutput(
+            ok: report.isOK, events: report.records, batches: report.batches, headDigest: report.headDigest,
+            problems: report.problems.map {
+                VerifyOutput.Problem(segment: $0.segment, offset: $0.offset, position: $0.position, kind: $0.kind)
+            })
+        if json {
+            try Output.json(output)
+        } else {
+            print(report.isOK ? "ok: the log is intact" : "NOT OK: \(report.problems.count) problem(s)")
+            print("events      \(report.records)")
+            print("batches     \(report.batches)")
+            print("segments    \(report.segments)")
+            print("head digest \(report.headDigest)")
+            if !report.isOK {
+                print("")
+                Output.table(
+                    ["segment", "offset", "position", "problem"],
+                    report.problems.map { [$0.segment, String($0.offset), String($0.position), $0.kind] })
+                Output.error(
+                    "The log is damaged. `parley repair --truncate-at-corruption` cuts it at the first problem "
+                        + "(and drops everything after it); copy the directory first if you may want it back.")
+            }
+        }
         if !report.isOK { throw ExitCode(1) }
+    }
+}
+
+struct RepairCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "repair", abstract: "Explicit repair: cut a damaged log at its first corrupt batch.")
+    @OptionGroup var global: GlobalOptions
+    @Flag(help: "Truncate at the first corrupt batch, dropping it and everything after it.")
+    var truncateAtCorruption = false
+
+    func run() throws {
+        try global.requireLog()
+        guard truncateAtCorruption else {
+            throw CLIError(
+                "repair changes data only when asked: pass --truncate-at-corruption (run `parley verify` first to "
+                    + "see what is damaged)")
+        }
+        let log = try EventLog.open(
+            directory: global.directory, configuration: .init(createIfMissing: false, truncateAtCorruption: true))
+        let report = log.openReport
+        let head = log.head
+        let digest = log.headDigest
+        try log.close()
+        for note in report.notes { print(note) }
+        if report.notes.isEmpty { print("nothing to repair: the log opened cleanly") }
+        print("dropped records: \(report.droppedRecords)")
+        print("head: \(head)  digest: \(digest)")
+        // Snapshots may describe dropped records: remove them so the next open replays from the log.
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: global.directory)) ?? []
+        where name.hasPrefix("snapshot-") {
+            try? FileManager.default.removeItem(atPath: global.directory + "/" + name)
+        }
+    }
+}
+
+extension GlobalOptions {
+    /// Fails with a clear message when the data directory holds no log.
+    func requireLog() throws {
+        guard FileManager.default.fileExists(atPath: directory + "/parley.state") else {
+            if FileManager.default.fileExists(atPath: directory) {
+                throw CLIError("\(directory) is not a Parley log (no parley.state). Pass --data DIR.")
+            }
+            throw CLIError(
+                "no Parley log at \(directory): run `parley demo` or `parley import FILE`, or pass --data DIR")
+        }
+    }
+
+    func openExistingLog() throws -> EventLog {
+        try requireLog()
+        return try EventLog.open(directory: directory, configuration: .init(createIfMissing: false))
     }
 }

@@ -8,8 +8,12 @@ struct Parley: AsyncParsableCommand {
         commandName: "parley",
         abstract: "An event-sourced messaging engine: append, replay, query, audit and benchmark.",
         subcommands: [
+            DemoCommand.self,
+            SimulateCommand.self,
             StatsCommand.self,
             VerifyCommand.self,
+            RepairCommand.self,
+            ExportCommand.self,
             CrashWriterCommand.self,
             BenchCommand.self,
         ]

@@ -1,0 +1,124 @@
+/// One user's account and profile as the projections hold it.
+struct UserRecord: Equatable {
+    var isRegistered = false
+    var method: RegistrationMethod = .import
+    var phone: String?
+    var email: String?
+    var name: String?
+    var nickname: String?
+    var photoURL: String?
+    var about: String?
+    var location: Location?
+    var interests: [String] = []
+    var dogs: [Dog] = []
+    var registeredAt: Int64 = 0
+}
+
+/// Accounts, profiles and the directory (phone → user, email → user).
+///
+/// Folds: `UserRegistered`, `ProfileUpdated`.
+struct AccountsProjection {
+    var users: [UserRecord] = []
+    /// Derived from `users` (rebuilt on snapshot load).
+    var byPhone: [String: Int32] = [:]
+    var byEmail: [String: Int32] = [:]
+
+    mutating func addUser() { users.append(UserRecord()) }
+
+    mutating func fold(_ event: UserRegistered, user: Int32, time: Int64) {
+        var record = users[Int(user)]
+        guard !record.isRegistered else { return }
+        record.isRegistered = true
+        record.method = event.method
+        record.phone = event.phone
+        record.email = event.email
+        record.name = event.name
+        record.registeredAt = time
+        users[Int(user)] = record
+        if let phone = event.phone { byPhone[phone] = user }
+        if let email = event.email { byEmail[Self.normalizedEmail(email)] = user }
+    }
+
+    mutating func fold(_ event: ProfileUpdated, user: Int32) {
+        let i = Int(user)
+        if let name = event.name { users[i].name = name }
+        if let nickname = event.nickname { users[i].nickname = nickname }
+        if let photoURL = event.photoURL { users[i].photoURL = photoURL }
+        if let about = event.about { users[i].about = about }
+        if let location = event.location { users[i].location = location }
+        if let interests = event.interests { users[i].interests = interests }
+        if let dogs = event.dogs { users[i].dogs = dogs }
+    }
+
+    static func normalizedEmail(_ email: String) -> String { email.lowercased() }
+
+    func isRegistered(_ user: Int32?) -> Bool {
+        guard let user else { return false }
+        return users[Int(user)].isRegistered
+    }
+
+    // MARK: Snapshot
+
+    func write(to writer: inout ByteWriter) {
+        writer.count(users.count)
+        for user in users {
+            writer.bool(user.isRegistered)
+            writer.rawEnum(user.method)
+            writer.optionalString(user.phone)
+            writer.optionalString(user.email)
+            writer.optionalString(user.name)
+            writer.optionalString(user.nickname)
+            writer.optionalString(user.photoURL)
+            writer.optionalString(user.about)
+            writer.bool(user.location != nil)
+            if let location = user.location {
+                writer.optionalString(location.city)
+                writer.optionalDouble(location.lat)
+                writer.optionalDouble(location.lon)
+            }
+            writer.strings(user.interests)
+            writer.count(user.dogs.count)
+            for dog in user.dogs {
+                writer.string(dog.name)
+                writer.optionalString(dog.breed)
+                writer.optionalSigned(dog.ageYears.map(Int64.init))
+            }
+            writer.signed(user.registeredAt)
+        }
+    }
+
+    init() {}
+
+    init(reading reader: inout ByteReader) throws(ByteReaderError) {
+        let n = try reader.count()
+        users.reserveCapacity(n)
+        for index in 0..<n {
+            var user = UserRecord()
+            user.isRegistered = try reader.bool()
+            user.method = try reader.rawEnum(RegistrationMethod.self)
+            user.phone = try reader.optionalString()
+            user.email = try reader.optionalString()
+            user.name = try reader.optionalString()
+            user.nickname = try reader.optionalString()
+            user.photoURL = try reader.optionalString()
+            user.about = try reader.optionalString()
+            if try reader.bool() {
+                user.location = Location(
+                    city: try reader.optionalString(), lat: try reader.optionalDouble(), lon: try reader.optionalDouble())
+            }
+            user.interests = try reader.strings()
+            let dogs = try reader.count()
+            for _ in 0..<dogs {
+                user.dogs.append(
+                    Dog(name: try reader.string(), breed: try reader.optionalString(),
+                        ageYears: try reader.optionalSigned().map { Int($0) }))
+            }
+            user.registeredAt = try reader.signed()
+            users.append(user)
+            if user.isRegistered {
+                if let phone = user.phone { byPhone[phone] = Int32(index) }
+                if let email = user.email { byEmail[Self.normalizedEmail(email)] = Int32(index) }
+            }
+        }
+    }
+}

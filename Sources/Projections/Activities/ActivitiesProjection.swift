@@ -1,0 +1,133 @@
+/// A guest's state on an activity.
+public enum GuestState: String, Sendable, Hashable, Codable, CaseIterable {
+    case invited, going, maybe, declined
+}
+
+struct Guest: Equatable {
+    var user: Int32
+    var state: GuestState
+}
+
+struct ActivityRecord: Equatable {
+    var host: Int32
+    var kind: ActivityKind
+    var title: String
+    var description: String?
+    var startsAt: Int64
+    var endsAt: Int64?
+    var place: String?
+    var isCancelled = false
+    var room: Int32
+    /// Current guests (revoked ones removed), in invitation order.
+    var guests: [Guest] = []
+
+    func guestIndex(_ user: Int32) -> Int? { guests.firstIndex { $0.user == user } }
+
+    /// Whether `user` belongs in the activity's room: the host, or a guest whose latest answer is not `declined`.
+    func belongsInRoom(_ user: Int32) -> Bool {
+        if user == host { return true }
+        guard let index = guestIndex(user) else { return false }
+        return guests[index].state != .declined
+    }
+}
+
+/// Activities, their guests and RSVPs, and each user's activities (hosted or invited to) for the feed.
+///
+/// Folds: `ActivityHosted`, `ActivityUpdated`, `ActivityCancelled`, `GuestsInvited`, `InvitationRevoked`,
+/// `RSVPGiven`.
+struct ActivitiesProjection {
+    var activities: [ActivityRecord] = []
+    /// Activities a user hosts or is a (not revoked) guest of (derived).
+    var userActivities: [Set<Int32>] = []
+
+    init() {}
+
+    mutating func addUser() { userActivities.append([]) }
+
+    mutating func hosted(_ event: ActivityHosted, activity: Int32, host: Int32, room: Int32) {
+        precondition(Int(activity) == activities.count, "activities are added in interning order")
+        activities.append(
+            ActivityRecord(
+                host: host, kind: event.kind, title: event.title, description: event.description,
+                startsAt: event.startsAt, endsAt: event.endsAt, place: event.place, room: room))
+        userActivities[Int(host)].insert(activity)
+    }
+
+    mutating func updated(_ event: ActivityUpdated, activity: Int32) {
+        let a = Int(activity)
+        if let title = event.title { activities[a].title = title }
+        if let description = event.description { activities[a].description = description }
+        if let startsAt = event.startsAt { activities[a].startsAt = startsAt }
+        if let endsAt = event.endsAt { activities[a].endsAt = endsAt }
+        if let place = event.place { activities[a].place = place }
+    }
+
+    mutating func cancelled(_ activity: Int32) { activities[Int(activity)].isCancelled = true }
+
+    mutating func invited(_ guest: Int32, to activity: Int32) {
+        let a = Int(activity)
+        guard activities[a].guestIndex(guest) == nil, activities[a].host != guest else { return }
+        activities[a].guests.append(Guest(user: guest, state: .invited))
+        userActivities[Int(guest)].insert(activity)
+    }
+
+    mutating func revoked(_ guest: Int32, from activity: Int32) {
+        let a = Int(activity)
+        guard let index = activities[a].guestIndex(guest) else { return }
+        activities[a].guests.remove(at: index)
+        userActivities[Int(guest)].remove(activity)
+    }
+
+    mutating func answered(_ user: Int32, _ answer: RSVPAnswer, on activity: Int32) {
+        let a = Int(activity)
+        guard let index = activities[a].guestIndex(user) else { return }  // the host's answer changes nothing
+        switch answer {
+        case .going: activities[a].guests[index].state = .going
+        case .maybe: activities[a].guests[index].state = .maybe
+        case .declined: activities[a].guests[index].state = .declined
+        }
+    }
+
+    // MARK: Snapshot
+
+    func write(to writer: inout ByteWriter) {
+        writer.count(activities.count)
+        for activity in activities {
+            writer.signed(Int64(activity.host))
+            writer.rawEnum(activity.kind)
+            writer.string(activity.title)
+            writer.optionalString(activity.description)
+            writer.signed(activity.startsAt)
+            writer.optionalSigned(activity.endsAt)
+            writer.optionalString(activity.place)
+            writer.bool(activity.isCancelled)
+            writer.signed(Int64(activity.room))
+            writer.count(activity.guests.count)
+            for guest in activity.guests {
+                writer.signed(Int64(guest.user))
+                writer.rawEnum(guest.state)
+            }
+        }
+    }
+
+    init(reading reader: inout ByteReader, userCount: Int) throws(ByteReaderError) {
+        userActivities = Array(repeating: [], count: userCount)
+        let n = try reader.count()
+        for index in 0..<n {
+            var activity = ActivityRecord(
+                host: try reader.int32(), kind: try reader.rawEnum(ActivityKind.self), title: try reader.string(),
+                description: try reader.optionalString(), startsAt: try reader.signed(),
+                endsAt: try reader.optionalSigned(), place: try reader.optionalString(), isCancelled: try reader.bool(),
+                room: try reader.int32())
+            let guests = try reader.count()
+            for _ in 0..<guests {
+                activity.guests.append(Guest(user: try reader.int32(), state: try reader.rawEnum(GuestState.self)))
+            }
+            for user in [activity.host] + activity.guests.map(\.user) {
+                guard user >= 0, Int(user) < userCount else { throw ByteReaderError(description: "bad user \(user)") }
+                userActivities[Int(user)].insert(Int32(index))
+            }
+            activities.append(activity)
+        }
+    }
+}

@@ -1,0 +1,147 @@
+/// The audit index: who did what, when, to which stream — posting lists per actor, type and stream, and
+/// each position's time, so audit queries never scan the log.
+///
+/// Folds: every record, whatever its type.
+struct AuditProjection {
+    var actors = Interner()
+    var types = Interner()
+    var streams = Interner()
+    /// Per position (index = position - 1).
+    var actorOf: [Int32] = []
+    var typeOf: [Int32] = []
+    var streamOf: [Int32] = []
+    var timeOf: [Int64] = []
+    /// Posting lists (derived from the per-position arrays on snapshot load).
+    var byActor: [[UInt64]] = []
+    var byType: [[UInt64]] = []
+    var byStream: [[UInt64]] = []
+
+    init() {}
+
+    var count: Int { timeOf.count }
+
+    mutating func record(position: UInt64, time: Int64, actor: String, type: String, stream: String) {
+        precondition(position == UInt64(timeOf.count) + 1, "the audit index folds dense positions")
+        let a = actors.intern(actor)
+        if a.isNew { byActor.append([]) }
+        let t = types.intern(type)
+        if t.isNew { byType.append([]) }
+        let s = streams.intern(stream)
+        if s.isNew { byStream.append([]) }
+        actorOf.append(a.index)
+        typeOf.append(t.index)
+        streamOf.append(s.index)
+        timeOf.append(time)
+        byActor[Int(a.index)].append(position)
+        byType[Int(t.index)].append(position)
+        byStream[Int(s.index)].append(position)
+    }
+
+    /// Positions matching every given filter, ascending, at most `limit`.
+    func positions(
+        actor: String?, type: String?, stream: String?, since: Int64?, until: Int64?, after: UInt64, limit: Int
+    ) -> [UInt64] {
+        var actorIndex: Int32?
+        var typeIndex: Int32?
+        var streamIndex: Int32?
+        var lists: [[UInt64]] = []
+        if let actor {
+            guard let index = actors.index(of: actor) else { return [] }
+            actorIndex = index
+            lists.append(byActor[Int(index)])
+        }
+        if let type {
+            guard let index = types.index(of: type) else { return [] }
+            typeIndex = index
+            lists.append(byType[Int(index)])
+        }
+        if let stream {
+            guard let index = streams.index(of: stream) else { return [] }
+            streamIndex = index
+            lists.append(byStream[Int(index)])
+        }
+        func matches(_ position: UInt64) -> Bool {
+            let i = Int(position - 1)
+            if let actorIndex, actorOf[i] != actorIndex { return false }
+            if let typeIndex, typeOf[i] != typeIndex { return false }
+            if let streamIndex, streamOf[i] != streamIndex { return false }
+            if let since, timeOf[i] < since { return false }
+            if let until, timeOf[i] > until { return false }
+            return true
+        }
+        var result: [UInt64] = []
+        if let shortest = lists.min(by: { $0.count < $1.count }) {
+            var start = lowerBound(shortest, after + 1)
+            while start < shortest.count, result.count < limit {
+                if matches(shortest[start]) { result.append(shortest[start]) }
+                start += 1
+            }
+        } else {
+            var position = after + 1
+            while position <= UInt64(timeOf.count), result.count < limit {
+                if matches(position) { result.append(position) }
+                position += 1
+            }
+        }
+        return result
+    }
+
+    private func lowerBound(_ list: [UInt64], _ value: UInt64) -> Int {
+        var low = 0
+        var high = list.count
+        while low < high {
+            let mid = (low + high) / 2
+            if list[mid] < value { low = mid + 1 } else { high = mid }
+        }
+        return low
+    }
+
+    // MARK: Snapshot
+
+    func write(to writer: inout ByteWriter) {
+        actors.write(to: &writer)
+        types.write(to: &writer)
+        streams.write(to: &writer)
+        writer.count(timeOf.count)
+        var previousTime: Int64 = 0
+        for i in timeOf.indices {
+            writer.signed(Int64(actorOf[i]))
+            writer.signed(Int64(typeOf[i]))
+            writer.signed(Int64(streamOf[i]))
+            writer.signed(timeOf[i] &- previousTime)
+            previousTime = timeOf[i]
+        }
+    }
+
+    init(reading reader: inout ByteReader) throws(ByteReaderError) {
+        actors = try Interner(reading: &reader)
+        types = try Interner(reading: &reader)
+        streams = try Interner(reading: &reader)
+        byActor = Array(repeating: [], count: actors.count)
+        byType = Array(repeating: [], count: types.count)
+        byStream = Array(repeating: [], count: streams.count)
+        let n = try reader.count()
+        actorOf.reserveCapacity(n)
+        typeOf.reserveCapacity(n)
+        streamOf.reserveCapacity(n)
+        timeOf.reserveCapacity(n)
+        var previousTime: Int64 = 0
+        for i in 0..<n {
+            let a = try reader.int32()
+            let t = try reader.int32()
+            let s = try reader.int32()
+            previousTime = previousTime &+ (try reader.signed())
+            guard a >= 0, Int(a) < actors.count, t >= 0, Int(t) < types.count, s >= 0, Int(s) < streams.count else {
+                throw ByteReaderError(description: "bad audit entry at position \(i + 1)")
+            }
+            actorOf.append(a)
+            typeOf.append(t)
+            streamOf.append(s)
+            timeOf.append(previousTime)
+            let position = UInt64(i + 1)
+            byActor[Int(a)].append(position)
+            byType[Int(t)].append(position)
+            byStream[Int(s)].append(position)
+        }
+    }
+}

@@ -1,0 +1,233 @@
+/// A room member and their read state.
+struct Member: Equatable {
+    var user: Int32
+    /// Position up to which the member has read; starts where they became a member, only moves forward.
+    var readMarker: UInt64
+    /// Messages after the marker, by others, not deleted (kept incrementally).
+    var unread: Int32
+}
+
+/// A chat room: direct, group, or an activity's room.
+struct RoomRecord: Equatable {
+    var kind: RoomKind
+    var name: String?
+    var createdBy: Int32
+    var createdPosition: UInt64
+    var createdTime: Int64
+    /// The activity whose room this is, or -1.
+    var activity: Int32 = -1
+    var members: [Member] = []
+    /// Message indexes in position order.
+    var messages: [Int32] = []
+    var liveMessageCount: Int32 = 0
+
+    func memberIndex(_ user: Int32) -> Int? { members.firstIndex { $0.user == user } }
+}
+
+/// One message, with its latest body.
+struct MessageRecord: Equatable {
+    var room: Int32
+    var sender: Int32
+    var kind: MessageKind
+    var body: String?
+    var media: Media?
+    var replyTo: String?
+    var time: Int64
+    var position: UInt64
+    var isEdited = false
+    var isDeleted = false
+}
+
+/// Rooms, membership with read markers and unread counts, messages, and each user's set of rooms.
+///
+/// Folds: `RoomCreated`, `MemberJoined`, `MemberLeft`, `MessageSent`, `MessageEdited`, `MessageDeleted`,
+/// `MessagesRead`, and `ActivityHosted` (which creates the activity's room); activity room membership is
+/// synchronised from the activities projection after `GuestsInvited`, `InvitationRevoked` and `RSVPGiven`.
+struct ChatProjection {
+    var rooms: [RoomRecord] = []
+    var messages: [MessageRecord] = []
+    /// The rooms each user is a member of now (derived from room members).
+    var userRooms: [Set<Int32>] = []
+    /// Direct room per unordered pair of users (derived).
+    var directRooms: [UInt64: Int32] = [:]
+
+    init() {}
+
+    mutating func addUser() { userRooms.append([]) }
+
+    static func pairKey(_ a: Int32, _ b: Int32) -> UInt64 {
+        let (low, high) = a < b ? (a, b) : (b, a)
+        return UInt64(UInt32(bitPattern: low)) << 32 | UInt64(UInt32(bitPattern: high))
+    }
+
+    func isMember(_ user: Int32, of room: Int32) -> Bool { userRooms[Int(user)].contains(room) }
+
+    /// Adds a room at index `room` (the caller interned it as new).
+    mutating func createRoom(
+        _ room: Int32, kind: RoomKind, name: String?, by: Int32, members: [Int32], activity: Int32 = -1,
+        position: UInt64, time: Int64
+    ) {
+        precondition(Int(room) == rooms.count, "rooms are created in interning order")
+        rooms.append(
+            RoomRecord(kind: kind, name: name, createdBy: by, createdPosition: position, createdTime: time, activity: activity))
+        for member in members { addMember(member, to: room, position: position) }
+        if kind == .direct, members.count == 2 { directRooms[Self.pairKey(members[0], members[1])] = room }
+    }
+
+    mutating func addMember(_ user: Int32, to room: Int32, position: UInt64) {
+        guard rooms[Int(room)].memberIndex(user) == nil else { return }
+        rooms[Int(room)].members.append(Member(user: user, readMarker: position, unread: 0))
+        userRooms[Int(user)].insert(room)
+    }
+
+    mutating func removeMember(_ user: Int32, from room: Int32) {
+        guard let index = rooms[Int(room)].memberIndex(user) else { return }
+        rooms[Int(room)].members.remove(at: index)
+        userRooms[Int(user)].remove(room)
+    }
+
+    mutating func sent(_ event: MessageSent, message: Int32, room: Int32, sender: Int32, position: UInt64, time: Int64) {
+        precondition(Int(message) == messages.count, "messages are added in interning order")
+        messages.append(
+            MessageRecord(
+                room: room, sender: sender, kind: event.kind, body: event.body, media: event.media,
+                replyTo: event.replyTo?.rawValue, time: time, position: position))
+        let r = Int(room)
+        rooms[r].messages.append(message)
+        rooms[r].liveMessageCount += 1
+        for index in rooms[r].members.indices {
+            if rooms[r].members[index].user == sender {
+                rooms[r].members[index].readMarker = position
+                rooms[r].members[index].unread = 0
+            } else {
+                rooms[r].members[index].unread += 1
+            }
+        }
+    }
+
+    mutating func edited(_ message: Int32, body: String) {
+        messages[Int(message)].body = body
+        messages[Int(message)].isEdited = true
+    }
+
+    mutating func deleted(_ message: Int32) {
+        let m = messages[Int(message)]
+        guard !m.isDeleted else { return }
+        messages[Int(message)].isDeleted = true
+        messages[Int(message)].body = nil
+        messages[Int(message)].media = nil
+        let r = Int(m.room)
+        rooms[r].liveMessageCount -= 1
+        for index in rooms[r].members.indices
+        where rooms[r].members[index].user != m.sender && rooms[r].members[index].readMarker < m.position {
+            rooms[r].members[index].unread -= 1
+        }
+    }
+
+    mutating func read(room: Int32, user: Int32, upTo message: Int32) {
+        let r = Int(room)
+        guard let index = rooms[r].memberIndex(user) else { return }
+        let marker = messages[Int(message)].position
+        guard marker > rooms[r].members[index].readMarker else { return }
+        rooms[r].members[index].readMarker = marker
+        rooms[r].members[index].unread = countUnread(room: room, user: user, after: marker)
+    }
+
+    func countUnread(room: Int32, user: Int32, after marker: UInt64) -> Int32 {
+        var n: Int32 = 0
+        let list = rooms[Int(room)].messages
+        var i = list.count - 1
+        while i >= 0 {
+            let m = messages[Int(list[i])]
+            if m.position <= marker { break }
+            if m.sender != user && !m.isDeleted { n += 1 }
+            i -= 1
+        }
+        return n
+    }
+
+    /// The position a room sorts by in a user's room list: its newest message, else its creation.
+    func recency(of room: Int32) -> UInt64 {
+        let record = rooms[Int(room)]
+        if let last = record.messages.last { return messages[Int(last)].position }
+        return record.createdPosition
+    }
+
+    // MARK: Snapshot
+
+    func write(to writer: inout ByteWriter) {
+        writer.count(rooms.count)
+        for room in rooms {
+            writer.rawEnum(room.kind)
+            writer.optionalString(room.name)
+            writer.signed(Int64(room.createdBy))
+            writer.varint(room.createdPosition)
+            writer.signed(room.createdTime)
+            writer.signed(Int64(room.activity))
+            writer.count(room.members.count)
+            for member in room.members {
+                writer.signed(Int64(member.user))
+                writer.varint(member.readMarker)
+                writer.signed(Int64(member.unread))
+            }
+            writer.signed(Int64(room.liveMessageCount))
+        }
+        writer.count(messages.count)
+        for message in messages {
+            writer.signed(Int64(message.room))
+            writer.signed(Int64(message.sender))
+            writer.rawEnum(message.kind)
+            writer.optionalString(message.body)
+            writer.bool(message.media != nil)
+            message.media?.write(to: &writer)
+            writer.optionalString(message.replyTo)
+            writer.signed(message.time)
+            writer.varint(message.position)
+            writer.byte((message.isEdited ? 1 : 0) | (message.isDeleted ? 2 : 0))
+        }
+    }
+
+    init(reading reader: inout ByteReader, userCount: Int) throws(ByteReaderError) {
+        userRooms = Array(repeating: [], count: userCount)
+        let roomCount = try reader.count()
+        rooms.reserveCapacity(roomCount)
+        for index in 0..<roomCount {
+            var room = RoomRecord(
+                kind: try reader.rawEnum(RoomKind.self), name: try reader.optionalString(), createdBy: try reader.int32(),
+                createdPosition: try reader.varint(), createdTime: try reader.signed(), activity: try reader.int32())
+            let memberCount = try reader.count()
+            for _ in 0..<memberCount {
+                let member = Member(user: try reader.int32(), readMarker: try reader.varint(), unread: try reader.int32())
+                guard member.user >= 0, Int(member.user) < userCount else {
+                    throw ByteReaderError(description: "bad member index \(member.user)")
+                }
+                room.members.append(member)
+                userRooms[Int(member.user)].insert(Int32(index))
+            }
+            room.liveMessageCount = try reader.int32()
+            if room.kind == .direct, room.members.count == 2 {
+                directRooms[Self.pairKey(room.members[0].user, room.members[1].user)] = Int32(index)
+            }
+            rooms.append(room)
+        }
+        let messageCount = try reader.count()
+        messages.reserveCapacity(messageCount)
+        for index in 0..<messageCount {
+            let room = try reader.int32()
+            let sender = try reader.int32()
+            let kind = try reader.rawEnum(MessageKind.self)
+            let body = try reader.optionalString()
+            let media = try reader.bool() ? try Media(reading: &reader) : nil
+            let replyTo = try reader.optionalString()
+            let time = try reader.signed()
+            let position = try reader.varint()
+            let flags = try reader.byte()
+            guard room >= 0, Int(room) < roomCount else { throw ByteReaderError(description: "bad room index \(room)") }
+            messages.append(
+                MessageRecord(
+                    room: room, sender: sender, kind: kind, body: body, media: media, replyTo: replyTo, time: time,
+                    position: position, isEdited: flags & 1 != 0, isDeleted: flags & 2 != 0))
+            rooms[Int(room)].messages.append(Int32(index))
+        }
+    }
+}

@@ -1,0 +1,91 @@
+extension ProjectionState {
+    func roomTitle(_ room: Int32, viewer: Int32?) -> String {
+        let record = chat.rooms[Int(room)]
+        switch record.kind {
+        case .direct:
+            guard let other = record.members.first(where: { $0.user != viewer })?.user ?? record.members.first?.user
+            else { return rooms[room] }
+            return accounts.users[Int(other)].name ?? users[other]
+        case .group:
+            return record.name ?? rooms[room]
+        case .activity:
+            return record.activity >= 0 ? activities.activities[Int(record.activity)].title : rooms[room]
+        }
+    }
+
+    func lastMessage(of room: Int32) -> LastMessage? {
+        guard let last = chat.rooms[Int(room)].messages.last else { return nil }
+        let m = chat.messages[Int(last)]
+        let preview: String
+        if m.isDeleted {
+            preview = "Message deleted"
+        } else if let body = m.body, !body.isEmpty {
+            preview = body.count > 80 ? String(body.prefix(80)) : body
+        } else {
+            preview = "[\(m.kind.rawValue)]"
+        }
+        return LastMessage(id: MessageID(messageIDs[last]), sender: UserID(users[m.sender]), preview: preview, time: m.time)
+    }
+
+    func roomSummaries(_ user: UserID) -> [RoomSummary] {
+        guard let u = users.index(of: user.rawValue) else { return [] }
+        let list = chat.userRooms[Int(u)].map { (room: $0, recency: chat.recency(of: $0)) }
+            .sorted { $0.recency != $1.recency ? $0.recency > $1.recency : $0.room < $1.room }
+        return list.map { entry in
+            let record = chat.rooms[Int(entry.room)]
+            var counterpart: Counterpart?
+            if record.kind == .direct, let other = record.members.first(where: { $0.user != u })?.user {
+                let profile = accounts.users[Int(other)]
+                counterpart = Counterpart(user: UserID(users[other]), name: profile.name, photoURL: profile.photoURL)
+            }
+            let unread = record.members.first { $0.user == u }.map { Int($0.unread) } ?? 0
+            return RoomSummary(
+                room: RoomID(rooms[entry.room]), kind: record.kind, title: roomTitle(entry.room, viewer: u),
+                counterpart: counterpart, lastMessage: lastMessage(of: entry.room), unread: unread)
+        }
+    }
+
+    func roomDetails(_ id: RoomID) -> RoomDetails? {
+        guard let room = rooms.index(of: id.rawValue) else { return nil }
+        let record = chat.rooms[Int(room)]
+        return RoomDetails(
+            room: id, kind: record.kind, title: roomTitle(room, viewer: nil),
+            members: record.members.map { UserID(users[$0.user]) }.sorted(), created: record.createdTime,
+            messageCount: Int(record.liveMessageCount), lastMessage: lastMessage(of: room))
+    }
+
+    /// The newest `limit` messages before `cursor` (a position), oldest first.
+    func messagePage(_ id: RoomID, before cursor: String?, limit: Int) throws(ValidationError) -> MessagePage {
+        guard let room = rooms.index(of: id.rawValue) else {
+            throw ValidationError(.roomNotFound, "room \(id) does not exist")
+        }
+        let list = chat.rooms[Int(room)].messages
+        var end = list.count
+        if let cursor {
+            guard let bound = UInt64(cursor) else {
+                throw ValidationError(.undecodable, "cursor '\(cursor)' is not one a message page returned")
+            }
+            var low = 0
+            var high = list.count
+            while low < high {
+                let mid = (low + high) / 2
+                if chat.messages[Int(list[mid])].position < bound { low = mid + 1 } else { high = mid }
+            }
+            end = low
+        }
+        let start = max(0, end - max(0, limit))
+        var views: [MessageView] = []
+        views.reserveCapacity(end - start)
+        for index in start..<end {
+            let message = list[index]
+            let m = chat.messages[Int(message)]
+            views.append(
+                MessageView(
+                    id: MessageID(messageIDs[message]), sender: UserID(users[m.sender]), kind: m.kind,
+                    body: m.isDeleted ? nil : m.body, media: m.isDeleted ? nil : m.media, time: m.time, edited: m.isEdited,
+                    deleted: m.isDeleted))
+        }
+        let before = start > 0 ? String(chat.messages[Int(list[start])].position) : nil
+        return MessagePage(messages: views, before: before)
+    }
+}

@@ -1,0 +1,102 @@
+import EventLog
+
+extension Engine {
+    /// The rooms `user` is a member of now, newest activity first, with title, counterpart, last message
+    /// and unread count.
+    public func rooms(_ user: UserID) -> [RoomSummary] { query { $0.roomSummaries(user) } }
+
+    /// A room's kind, title, sorted members, creation time, live message count and last message; nil if unknown.
+    public func room(_ room: RoomID) -> RoomDetails? { query { $0.roomDetails(room) } }
+
+    /// The newest `limit` messages before `before` (a cursor from an earlier page; nil for the newest),
+    /// oldest first.
+    /// - Throws: `.roomNotFound`, or `.undecodable` for a cursor no page returned.
+    public func messages(_ room: RoomID, before: String? = nil, limit: Int = 50) throws(ValidationError) -> MessagePage {
+        try read { (s: borrowing ProjectionState) throws(ValidationError) -> MessagePage in
+            try s.messagePage(room, before: before, limit: limit)
+        }
+    }
+
+    /// A user's friends, sorted by id.
+    public func friends(_ user: UserID) -> [UserID] { query { $0.friendList(user) } }
+
+    /// Pending incoming and outgoing friend requests, oldest first.
+    public func requests(_ user: UserID) -> FriendRequests { query { $0.friendRequests(user) } }
+
+    /// Friends of friends (not the user, not friends, not blocked either way) with mutual counts, most first.
+    public func connections(_ user: UserID) -> [Connection] { query { $0.connectionList(user) } }
+
+    /// How `viewer` relates to `user`, with its label.
+    public func relationship(_ viewer: UserID, _ user: UserID) -> Relationship { query { $0.relationship(viewer, user) } }
+
+    /// An activity with its guests and counts; nil if unknown.
+    public func activity(_ activity: ActivityID) -> ActivityView? { query { $0.activityView(activity) } }
+
+    /// Activities `user` hosts or is invited to, not cancelled, starting at or after `from`, soonest first.
+    public func feed(_ user: UserID, from: Int64 = .min) -> [FeedItem] { query { $0.feed(user, from: from) } }
+
+    /// WagChat matches for `user`: shared interests, then same city, then mutual friends.
+    public func suggestions(_ user: UserID) -> [Suggestion] { query { $0.suggestionList(user) } }
+
+    /// The gratitude `user` tagged: total, per feeling, history newest first.
+    public func gratitude(_ user: UserID) -> GratitudeSummary { query { $0.gratitudeSummary(user) } }
+
+    /// A registered user's profile; nil if unknown.
+    public func profile(_ user: UserID) -> Profile? { query { $0.profile(user) } }
+
+    /// The user registered with `phone`, if any.
+    public func user(phone: String) -> UserID? { query { $0.user(phone: phone) } }
+
+    /// The user registered with `email` (case-insensitive), if any.
+    public func user(email: String) -> UserID? { query { $0.user(email: email) } }
+
+    /// Counts of what the projections hold.
+    public func counts() -> Counts {
+        query { s in
+            Counts(
+                events: s.position, users: s.accounts.users.lazy.filter(\.isRegistered).count, rooms: s.chat.rooms.count,
+                messages: s.chat.messages.count, activities: s.activities.activities.count,
+                gratitudes: s.gratitude.ids.count)
+        }
+    }
+
+    /// Sizes of the projections.
+    public struct Counts: Sendable, Hashable, Encodable {
+        public var events: UInt64
+        public var users: Int
+        public var rooms: Int
+        public var messages: Int
+        public var activities: Int
+        public var gratitudes: Int
+    }
+
+    /// Matching events in position order, from the audit index (no log scan), with the events as JSON.
+    /// - Throws: ``ValidationError/Code/storage`` when the records cannot be read.
+    public func audit(_ filter: AuditQuery) throws(ValidationError) -> [AuditEntry] {
+        let positions = query { s in
+            s.audit.positions(
+                actor: filter.actor, type: filter.type, stream: filter.stream, since: filter.since, until: filter.until,
+                after: filter.after.rawValue, limit: filter.limit)
+        }
+        guard !positions.isEmpty else { return [] }
+        let records: [Record]
+        do throws(EventLogError) {
+            records = try log.records(at: positions.map { Position($0) })
+        } catch {
+            throw ValidationError(.storage, "reading audit records failed: \(error.message)")
+        }
+        return records.map { record in
+            AuditEntry(
+                position: record.position, time: record.time, actor: record.actor, type: record.type,
+                stream: record.stream.rawValue, event: try? EventEnvelope(record: record))
+        }
+    }
+
+    /// ``audit(_:)`` with the filters spelled out.
+    public func audit(
+        actor: String? = nil, type: String? = nil, stream: String? = nil, since: Int64? = nil, until: Int64? = nil,
+        limit: Int = 1000
+    ) throws(ValidationError) -> [AuditEntry] {
+        try audit(AuditQuery(actor: actor, type: type, stream: stream, since: since, until: until, limit: limit))
+    }
+}

@@ -1,0 +1,240 @@
+import EventLog
+
+/// All projection state at a position: the interned ids and every projection. A value type, so a copy
+/// is a consistent view; folding is deterministic and depends only on each record's position, time,
+/// actor, stream, type and payload.
+struct ProjectionState {
+    /// The position of the last record folded (0 when empty).
+    var position: UInt64 = 0
+    var users = Interner()
+    var rooms = Interner()
+    var messageIDs = Interner()
+    var activityIDs = Interner()
+
+    var accounts = AccountsProjection()
+    var graph = GraphProjection()
+    var chat = ChatProjection()
+    var activities = ActivitiesProjection()
+    var gratitude = GratitudeProjection()
+    var audit = AuditProjection()
+
+    init() {}
+
+    /// The index of `user`, interning it (and growing every per-user array) when new.
+    mutating func user(_ id: UserID) -> Int32 {
+        let (index, isNew) = users.intern(id.rawValue)
+        if isNew {
+            accounts.addUser()
+            graph.addUser()
+            chat.addUser()
+            activities.addUser()
+            gratitude.addUser()
+        }
+        return index
+    }
+
+    /// The index of a registered user, or nil.
+    func registeredUser(_ id: UserID) -> Int32? {
+        guard let index = users.index(of: id.rawValue), accounts.users[Int(index)].isRegistered else { return nil }
+        return index
+    }
+
+    // MARK: Fold
+
+    /// Folds one record: the audit index always, the domain projections when the payload decodes.
+    mutating func fold(_ record: Record) {
+        fold(
+            type: record.type, payload: record.payload, position: record.position.rawValue, time: record.time,
+            actor: record.actor, stream: record.stream.rawValue)
+    }
+
+    mutating func fold(type: String, payload: [UInt8], position: UInt64, time: Int64, actor: String, stream: String) {
+        audit.record(position: position, time: time, actor: actor, type: type, stream: stream)
+        self.position = position
+        // A record this build cannot decode stays in the audit index and changes nothing else.
+        guard let event = try? DomainEvent.decode(type: type, payload: payload) else { return }
+        apply(event, position: position, time: time)
+    }
+
+    /// Folds an already-decoded event into the domain projections (not the audit index).
+    mutating func apply(_ event: DomainEvent, position: UInt64, time: Int64) {
+        switch event {
+        case .userRegistered(let e):
+            accounts.fold(e, user: user(e.user), time: time)
+        case .profileUpdated(let e):
+            accounts.fold(e, user: user(e.user))
+        case .friendRequested(let e):
+            graph.requested(from: user(e.from), to: user(e.to), position: position)
+        case .friendRequestAccepted(let e):
+            let (from, to) = (user(e.from), user(e.to))
+            if graph.isPending(from: from, to: to) { graph.accepted(from: from, to: to) }
+        case .friendRequestDeclined(let e):
+            graph.clearRequest(from: user(e.from), to: user(e.to))
+        case .friendRequestCancelled(let e):
+            graph.clearRequest(from: user(e.from), to: user(e.to))
+        case .unfriended(let e):
+            graph.unfriended(user(e.user), user(e.friend))
+        case .userBlocked(let e):
+            graph.blocked(user(e.user), user(e.blocked))
+        case .userUnblocked(let e):
+            graph.unblocked(user(e.user), user(e.blocked))
+        case .roomCreated(let e):
+            let by = user(e.by)
+            var members: [Int32] = []
+            for member in e.members {
+                let index = user(member)
+                if !members.contains(index) { members.append(index) }
+            }
+            let (room, isNew) = rooms.intern(e.room.rawValue)
+            guard isNew else { return }
+            chat.createRoom(room, kind: e.kind, name: e.name, by: by, members: members, position: position, time: time)
+        case .memberJoined(let e):
+            let member = user(e.user)
+            guard let room = rooms.index(of: e.room.rawValue) else { return }
+            chat.addMember(member, to: room, position: position)
+        case .memberLeft(let e):
+            let member = user(e.user)
+            guard let room = rooms.index(of: e.room.rawValue) else { return }
+            chat.removeMember(member, from: room)
+        case .messageSent(let e):
+            let sender = user(e.sender)
+            guard let room = rooms.index(of: e.room.rawValue) else { return }
+            let (message, isNew) = messageIDs.intern(e.message.rawValue)
+            guard isNew else { return }
+            chat.sent(e, message: message, room: room, sender: sender, position: position, time: time)
+        case .messageEdited(let e):
+            guard let message = messageIDs.index(of: e.message.rawValue) else { return }
+            chat.edited(message, body: e.body)
+        case .messageDeleted(let e):
+            guard let message = messageIDs.index(of: e.message.rawValue) else { return }
+            chat.deleted(message)
+        case .messagesRead(let e):
+            let reader = user(e.user)
+            guard let room = rooms.index(of: e.room.rawValue), let message = messageIDs.index(of: e.upTo.rawValue),
+                chat.messages[Int(message)].room == room
+            else { return }
+            chat.read(room: room, user: reader, upTo: message)
+        case .activityHosted(let e):
+            let host = user(e.host)
+            let (activity, isNew) = activityIDs.intern(e.activity.rawValue)
+            guard isNew else { return }
+            let (room, roomIsNew) = rooms.intern(e.room.rawValue)
+            activities.hosted(e, activity: activity, host: host, room: room)
+            if roomIsNew {
+                chat.createRoom(
+                    room, kind: .activity, name: nil, by: host, members: [host], activity: activity, position: position,
+                    time: time)
+            }
+        case .activityUpdated(let e):
+            guard let activity = activityIDs.index(of: e.activity.rawValue) else { return }
+            activities.updated(e, activity: activity)
+        case .activityCancelled(let e):
+            guard let activity = activityIDs.index(of: e.activity.rawValue) else { return }
+            activities.cancelled(activity)
+        case .guestsInvited(let e):
+            guard let activity = activityIDs.index(of: e.activity.rawValue) else { return }
+            for guest in e.guests {
+                let index = user(guest)
+                activities.invited(index, to: activity)
+                syncActivityRoom(activity, user: index, position: position)
+            }
+        case .invitationRevoked(let e):
+            let guest = user(e.guest)
+            guard let activity = activityIDs.index(of: e.activity.rawValue) else { return }
+            activities.revoked(guest, from: activity)
+            syncActivityRoom(activity, user: guest, position: position)
+        case .rsvpGiven(let e):
+            let guest = user(e.user)
+            guard let activity = activityIDs.index(of: e.activity.rawValue) else { return }
+            activities.answered(guest, e.answer, on: activity)
+            syncActivityRoom(activity, user: guest, position: position)
+        case .feelingDefined(let e):
+            gratitude.defined(e)
+        case .gratitudeTagged(let e):
+            gratitude.tagged(e, author: user(e.author), time: time)
+        }
+    }
+
+    /// Makes `user`'s membership of the activity's room match the activity: the host and every guest
+    /// who is invited, not revoked, and whose latest answer is not `declined`.
+    private mutating func syncActivityRoom(_ activity: Int32, user: Int32, position: UInt64) {
+        let record = activities.activities[Int(activity)]
+        let room = record.room
+        guard chat.rooms[Int(room)].activity == activity else { return }
+        let belongs = record.belongsInRoom(user)
+        let isMember = chat.isMember(user, of: room)
+        if belongs && !isMember {
+            chat.addMember(user, to: room, position: position)
+        } else if !belongs && isMember {
+            chat.removeMember(user, from: room)
+        }
+    }
+}
+
+// MARK: - Snapshot form and digest
+
+extension ProjectionState {
+    /// The version of the snapshot encoding; a snapshot of any other version is ignored.
+    static let snapshotFormatVersion: UInt32 = 1
+
+    /// The canonical serialisation of the whole state (deterministic: sets and dictionaries sorted).
+    func encodedState() -> [UInt8] {
+        var writer = ByteWriter(capacity: 1 << 16)
+        writer.varint(position)
+        users.write(to: &writer)
+        rooms.write(to: &writer)
+        messageIDs.write(to: &writer)
+        activityIDs.write(to: &writer)
+        accounts.write(to: &writer)
+        graph.write(to: &writer)
+        chat.write(to: &writer)
+        activities.write(to: &writer)
+        gratitude.write(to: &writer)
+        audit.write(to: &writer)
+        return writer.bytes
+    }
+
+    /// Rebuilds state (and every derived index) from ``encodedState()``.
+    init(encodedState bytes: [UInt8]) throws(ByteReaderError) {
+        self = try ByteReader.reading(bytes) { (reader: inout ByteReader) throws(ByteReaderError) -> ProjectionState in
+            var state = ProjectionState()
+            state.position = try reader.varint()
+            state.users = try Interner(reading: &reader)
+            state.rooms = try Interner(reading: &reader)
+            state.messageIDs = try Interner(reading: &reader)
+            state.activityIDs = try Interner(reading: &reader)
+            let userCount = state.users.count
+            state.accounts = try AccountsProjection(reading: &reader)
+            state.graph = try GraphProjection(reading: &reader)
+            state.chat = try ChatProjection(reading: &reader, userCount: userCount)
+            state.activities = try ActivitiesProjection(reading: &reader, userCount: userCount)
+            state.gratitude = try GratitudeProjection(reading: &reader)
+            state.audit = try AuditProjection(reading: &reader)
+            guard state.accounts.users.count == userCount, state.graph.friends.count == userCount,
+                state.gratitude.byAuthor.count == userCount, state.chat.rooms.count == state.rooms.count,
+                state.chat.messages.count == state.messageIDs.count,
+                state.activities.activities.count == state.activityIDs.count,
+                UInt64(state.audit.count) == state.position
+            else { throw ByteReaderError(description: "snapshot sections disagree on their sizes") }
+            guard reader.isAtEnd else { throw ByteReaderError(description: "trailing bytes after the snapshot state") }
+            return state
+        }
+    }
+
+    /// A digest of the canonical serialisation: equal states give equal digests.
+    func digest() -> String {
+        let bytes = encodedState()
+        var a = FNV1a64()
+        a.update(bytes)
+        // A second pass with a different start makes accidental collisions between two states unlikely.
+        var b = FNV1a64()
+        b.update([0x5a])
+        b.update(bytes)
+        return hex(a.value) + hex(b.value)
+    }
+
+    private func hex(_ value: UInt64) -> String {
+        let text = String(value, radix: 16)
+        return String(repeating: "0", count: 16 - text.count) + text
+    }
+}

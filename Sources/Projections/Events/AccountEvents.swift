@@ -1,0 +1,135 @@
+/// A user signed up. Actor: the user. Stream: `user:<user>`.
+public struct UserRegistered: BinaryPayload {
+    public static let typeName = "UserRegistered"
+    public static let schemaVersion: UInt8 = 1
+    public var user: UserID
+    public var method: RegistrationMethod
+    public var phone: String?
+    public var email: String?
+    public var name: String?
+
+    public init(user: UserID, method: RegistrationMethod, phone: String? = nil, email: String? = nil, name: String? = nil) {
+        self.user = user
+        self.method = method
+        self.phone = phone
+        self.email = email
+        self.name = name
+    }
+
+    func write(to writer: inout ByteWriter) {
+        writer.string(user.rawValue)
+        writer.rawEnum(method)
+        writer.optionalString(phone)
+        writer.optionalString(email)
+        writer.optionalString(name)
+    }
+
+    init(reading reader: inout ByteReader, version: UInt8) throws(ByteReaderError) {
+        user = UserID(try reader.string())
+        method = try reader.rawEnum(RegistrationMethod.self)
+        phone = try reader.optionalString()
+        email = try reader.optionalString()
+        name = try reader.optionalString()
+    }
+}
+
+/// Where a user lives, as far as they said.
+public struct Location: Sendable, Hashable, Codable {
+    public var city: String?
+    public var lat: Double?
+    public var lon: Double?
+    public init(city: String? = nil, lat: Double? = nil, lon: Double? = nil) {
+        self.city = city
+        self.lat = lat
+        self.lon = lon
+    }
+}
+
+/// One of a WagChat user's dogs.
+public struct Dog: Sendable, Hashable, Codable {
+    public var name: String
+    public var breed: String?
+    public var ageYears: Int?
+    public init(name: String, breed: String? = nil, ageYears: Int? = nil) {
+        self.name = name
+        self.breed = breed
+        self.ageYears = ageYears
+    }
+}
+
+/// A profile patch: a field that is present is set, an absent one is kept. Actor: the user.
+public struct ProfileUpdated: BinaryPayload {
+    public static let typeName = "ProfileUpdated"
+    public static let schemaVersion: UInt8 = 1
+    public var user: UserID
+    public var name: String?
+    public var nickname: String?
+    public var photoURL: String?
+    public var about: String?
+    public var location: Location?
+    public var interests: [String]?
+    public var dogs: [Dog]?
+
+    public init(
+        user: UserID, name: String? = nil, nickname: String? = nil, photoURL: String? = nil, about: String? = nil,
+        location: Location? = nil, interests: [String]? = nil, dogs: [Dog]? = nil
+    ) {
+        self.user = user
+        self.name = name
+        self.nickname = nickname
+        self.photoURL = photoURL
+        self.about = about
+        self.location = location
+        self.interests = interests
+        self.dogs = dogs
+    }
+
+    func write(to writer: inout ByteWriter) {
+        writer.string(user.rawValue)
+        writer.optionalString(name)
+        writer.optionalString(nickname)
+        writer.optionalString(photoURL)
+        writer.optionalString(about)
+        writer.bool(location != nil)
+        if let location {
+            writer.optionalString(location.city)
+            writer.optionalDouble(location.lat)
+            writer.optionalDouble(location.lon)
+        }
+        writer.bool(interests != nil)
+        if let interests { writer.strings(interests) }
+        writer.bool(dogs != nil)
+        if let dogs {
+            writer.count(dogs.count)
+            for dog in dogs {
+                writer.string(dog.name)
+                writer.optionalString(dog.breed)
+                writer.optionalSigned(dog.ageYears.map(Int64.init))
+            }
+        }
+    }
+
+    init(reading reader: inout ByteReader, version: UInt8) throws(ByteReaderError) {
+        user = UserID(try reader.string())
+        name = try reader.optionalString()
+        nickname = try reader.optionalString()
+        photoURL = try reader.optionalString()
+        about = try reader.optionalString()
+        location = nil
+        if try reader.bool() {
+            location = Location(city: try reader.optionalString(), lat: try reader.optionalDouble(), lon: try reader.optionalDouble())
+        }
+        interests = try reader.bool() ? try reader.strings() : nil
+        dogs = nil
+        if try reader.bool() {
+            let n = try reader.count()
+            var list: [Dog] = []
+            for _ in 0..<n {
+                list.append(
+                    Dog(name: try reader.string(), breed: try reader.optionalString(),
+                        ageYears: try reader.optionalSigned().map { Int($0) }))
+            }
+            dogs = list
+        }
+    }
+}

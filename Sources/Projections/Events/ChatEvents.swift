@@ -1,0 +1,226 @@
+/// A direct or group room was made. Actor: `by`. Stream: `room:<room>`.
+public struct RoomCreated: BinaryPayload {
+    public static let typeName = "RoomCreated"
+    public static let schemaVersion: UInt8 = 1
+    public var room: RoomID
+    public var kind: RoomKind
+    public var by: UserID
+    public var members: [UserID]
+    public var name: String?
+    public init(room: RoomID, kind: RoomKind, by: UserID, members: [UserID], name: String? = nil) {
+        self.room = room
+        self.kind = kind
+        self.by = by
+        self.members = members
+        self.name = name
+    }
+    func write(to writer: inout ByteWriter) {
+        writer.string(room.rawValue)
+        writer.rawEnum(kind)
+        writer.string(by.rawValue)
+        writer.strings(members.map(\.rawValue))
+        writer.optionalString(name)
+    }
+    init(reading reader: inout ByteReader, version: UInt8) throws(ByteReaderError) {
+        room = RoomID(try reader.string())
+        kind = try reader.rawEnum(RoomKind.self)
+        by = UserID(try reader.string())
+        members = try reader.strings().map { UserID($0) }
+        name = try reader.optionalString()
+    }
+}
+
+/// `user` joined a group room. Actor: `user`.
+public struct MemberJoined: BinaryPayload {
+    public static let typeName = "MemberJoined"
+    public static let schemaVersion: UInt8 = 1
+    public var room: RoomID
+    public var user: UserID
+    public init(room: RoomID, user: UserID) {
+        self.room = room
+        self.user = user
+    }
+    func write(to writer: inout ByteWriter) {
+        writer.string(room.rawValue)
+        writer.string(user.rawValue)
+    }
+    init(reading reader: inout ByteReader, version: UInt8) throws(ByteReaderError) {
+        room = RoomID(try reader.string())
+        user = UserID(try reader.string())
+    }
+}
+
+/// `user` left a group room. Actor: `user`.
+public struct MemberLeft: BinaryPayload {
+    public static let typeName = "MemberLeft"
+    public static let schemaVersion: UInt8 = 1
+    public var room: RoomID
+    public var user: UserID
+    public init(room: RoomID, user: UserID) {
+        self.room = room
+        self.user = user
+    }
+    func write(to writer: inout ByteWriter) {
+        writer.string(room.rawValue)
+        writer.string(user.rawValue)
+    }
+    init(reading reader: inout ByteReader, version: UInt8) throws(ByteReaderError) {
+        room = RoomID(try reader.string())
+        user = UserID(try reader.string())
+    }
+}
+
+/// The media attached to an image or video message.
+public struct Media: Sendable, Hashable, Codable {
+    public var url: String
+    public var mimeType: String?
+    public var bytes: Int?
+    public var width: Int?
+    public var height: Int?
+    public var durationMs: Int?
+    public init(
+        url: String, mimeType: String? = nil, bytes: Int? = nil, width: Int? = nil, height: Int? = nil,
+        durationMs: Int? = nil
+    ) {
+        self.url = url
+        self.mimeType = mimeType
+        self.bytes = bytes
+        self.width = width
+        self.height = height
+        self.durationMs = durationMs
+    }
+
+    func write(to writer: inout ByteWriter) {
+        writer.string(url)
+        writer.optionalString(mimeType)
+        writer.optionalSigned(bytes.map(Int64.init))
+        writer.optionalSigned(width.map(Int64.init))
+        writer.optionalSigned(height.map(Int64.init))
+        writer.optionalSigned(durationMs.map(Int64.init))
+    }
+
+    init(reading reader: inout ByteReader) throws(ByteReaderError) {
+        url = try reader.string()
+        mimeType = try reader.optionalString()
+        bytes = try reader.optionalSigned().map { Int($0) }
+        width = try reader.optionalSigned().map { Int($0) }
+        height = try reader.optionalSigned().map { Int($0) }
+        durationMs = try reader.optionalSigned().map { Int($0) }
+    }
+}
+
+/// A message was posted. Actor: `sender`. Stream: `room:<room>`.
+public struct MessageSent: BinaryPayload {
+    public static let typeName = "MessageSent"
+    public static let schemaVersion: UInt8 = 1
+    public var room: RoomID
+    public var message: MessageID
+    public var sender: UserID
+    public var kind: MessageKind
+    public var body: String?
+    public var media: Media?
+    public var replyTo: MessageID?
+    public var senderName: String?
+    public init(
+        room: RoomID, message: MessageID, sender: UserID, kind: MessageKind, body: String? = nil, media: Media? = nil,
+        replyTo: MessageID? = nil, senderName: String? = nil
+    ) {
+        self.room = room
+        self.message = message
+        self.sender = sender
+        self.kind = kind
+        self.body = body
+        self.media = media
+        self.replyTo = replyTo
+        self.senderName = senderName
+    }
+    func write(to writer: inout ByteWriter) {
+        writer.string(room.rawValue)
+        writer.string(message.rawValue)
+        writer.string(sender.rawValue)
+        writer.rawEnum(kind)
+        writer.optionalString(body)
+        writer.bool(media != nil)
+        media?.write(to: &writer)
+        writer.optionalString(replyTo?.rawValue)
+        writer.optionalString(senderName)
+    }
+    init(reading reader: inout ByteReader, version: UInt8) throws(ByteReaderError) {
+        room = RoomID(try reader.string())
+        message = MessageID(try reader.string())
+        sender = UserID(try reader.string())
+        kind = try reader.rawEnum(MessageKind.self)
+        body = try reader.optionalString()
+        media = try reader.bool() ? try Media(reading: &reader) : nil
+        replyTo = try reader.optionalString().map { MessageID($0) }
+        senderName = try reader.optionalString()
+    }
+}
+
+/// The sender changed a message's body. Actor: the sender.
+public struct MessageEdited: BinaryPayload {
+    public static let typeName = "MessageEdited"
+    public static let schemaVersion: UInt8 = 1
+    public var room: RoomID
+    public var message: MessageID
+    public var body: String
+    public init(room: RoomID, message: MessageID, body: String) {
+        self.room = room
+        self.message = message
+        self.body = body
+    }
+    func write(to writer: inout ByteWriter) {
+        writer.string(room.rawValue)
+        writer.string(message.rawValue)
+        writer.string(body)
+    }
+    init(reading reader: inout ByteReader, version: UInt8) throws(ByteReaderError) {
+        room = RoomID(try reader.string())
+        message = MessageID(try reader.string())
+        body = try reader.string()
+    }
+}
+
+/// The sender deleted a message; it keeps its place. Actor: the sender.
+public struct MessageDeleted: BinaryPayload {
+    public static let typeName = "MessageDeleted"
+    public static let schemaVersion: UInt8 = 1
+    public var room: RoomID
+    public var message: MessageID
+    public init(room: RoomID, message: MessageID) {
+        self.room = room
+        self.message = message
+    }
+    func write(to writer: inout ByteWriter) {
+        writer.string(room.rawValue)
+        writer.string(message.rawValue)
+    }
+    init(reading reader: inout ByteReader, version: UInt8) throws(ByteReaderError) {
+        room = RoomID(try reader.string())
+        message = MessageID(try reader.string())
+    }
+}
+
+/// `user` read `room` up to message `upTo`. Actor: `user`.
+public struct MessagesRead: BinaryPayload {
+    public static let typeName = "MessagesRead"
+    public static let schemaVersion: UInt8 = 1
+    public var room: RoomID
+    public var user: UserID
+    public var upTo: MessageID
+    public init(room: RoomID, user: UserID, upTo: MessageID) {
+        self.room = room
+        self.user = user
+        self.upTo = upTo
+    }
+    func write(to writer: inout ByteWriter) {
+        writer.string(room.rawValue)
+        writer.string(user.rawValue)
+        writer.string(upTo.rawValue)
+    }
+    init(reading reader: inout ByteReader, version: UInt8) throws(ByteReaderError) {
+        room = RoomID(try reader.string())
+        user = UserID(try reader.string())
+        upTo = MessageID(try reader.string())
+    }
+}

@@ -1,0 +1,161 @@
+import EventLog
+import Foundation
+
+/// An event with its envelope, in the canonical JSON Lines form that `export` writes and `import` reads:
+/// `{"position":12,"id":"…","time":"2026-11-20T09:30:00.000Z","actor":"u1","type":"MessageSent","stream":"room:r9","data":{…}}`.
+///
+/// Everything but `type` and `data` is optional on input: a missing id is generated when appended, a missing
+/// actor or stream is derived from the payload (and the state, for the few events whose payload does not name it).
+public struct EventEnvelope: Sendable, Hashable, Codable {
+    /// The log position, when the event came from the log.
+    public var position: Position?
+    /// The event id; nil means "generate one".
+    public var id: EventID?
+    /// Milliseconds since the epoch; nil means "now".
+    public var time: Int64?
+    /// Who did it; nil means "derive from the payload".
+    public var actor: String?
+    /// The stream; nil means "derive from the payload".
+    public var stream: String?
+    /// The event itself.
+    public var event: DomainEvent
+
+    /// The event type name.
+    public var type: String { event.typeName }
+
+    public init(
+        event: DomainEvent, id: EventID? = nil, time: Int64? = nil, actor: String? = nil, stream: String? = nil,
+        position: Position? = nil
+    ) {
+        self.event = event
+        self.id = id
+        self.time = time
+        self.actor = actor
+        self.stream = stream
+        self.position = position
+    }
+
+    /// Decodes a record read from the log.
+    /// - Throws: ``ValidationError/Code/undecodable`` or ``ValidationError/Code/unknownEventType``.
+    public init(record: Record) throws(ValidationError) {
+        let event = try DomainEvent.decode(type: record.type, payload: record.payload)
+        self.init(
+            event: event, id: record.id,
+            time: record.time, actor: record.actor, stream: record.stream.rawValue, position: record.position)
+    }
+
+    enum CodingKeys: String, CodingKey { case position, id, time, actor, type, stream, data }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        position = try c.decodeIfPresent(UInt64.self, forKey: .position).map { Position($0) }
+        if let text = try c.decodeIfPresent(String.self, forKey: .id) {
+            guard let id = EventID(text) else {
+                throw DecodingError.dataCorruptedError(
+                    forKey: .id, in: c, debugDescription: "'\(text)' is not a UUID or 32 hex digits")
+            }
+            self.id = id
+        } else {
+            id = nil
+        }
+        time = try c.decodeTimeIfPresent(forKey: .time)
+        actor = try c.decodeIfPresent(String.self, forKey: .actor)
+        stream = try c.decodeIfPresent(String.self, forKey: .stream)
+        let type = try c.decode(String.self, forKey: .type)
+        event = try DomainEvent.decodeData(type: type, from: c)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encodeIfPresent(position?.rawValue, forKey: .position)
+        try c.encodeIfPresent(id?.description, forKey: .id)
+        try c.encodeIfPresent(time.map(Timestamp.format), forKey: .time)
+        try c.encodeIfPresent(actor, forKey: .actor)
+        try c.encode(type, forKey: .type)
+        try c.encodeIfPresent(stream, forKey: .stream)
+        try event.encodeData(to: &c)
+    }
+
+    /// The canonical JSON line (no trailing newline), keys in the order
+    /// position, id, time, actor, type, stream, data; `data`'s keys sorted.
+    public func jsonLine() -> String {
+        var parts: [String] = []
+        if let position { parts.append("\"position\":\(position.rawValue)") }
+        if let id { parts.append("\"id\":" + JSONText.quote(id.description)) }
+        if let time { parts.append("\"time\":" + JSONText.quote(Timestamp.format(time))) }
+        if let actor { parts.append("\"actor\":" + JSONText.quote(actor)) }
+        parts.append("\"type\":" + JSONText.quote(type))
+        if let stream { parts.append("\"stream\":" + JSONText.quote(stream)) }
+        parts.append("\"data\":" + dataJSON())
+        return "{" + parts.joined(separator: ",") + "}"
+    }
+
+    /// The `data` object alone, keys sorted.
+    public func dataJSON() -> String {
+        struct DataOnly: Encodable {
+            let event: DomainEvent
+            func encode(to encoder: any Encoder) throws {
+                var c = encoder.container(keyedBy: EventEnvelope.CodingKeys.self)
+                try event.encodeData(to: &c)
+            }
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        guard let bytes = try? encoder.encode(DataOnly(event: event)) else { return "{}" }
+        // {"data":{...}} → {...}
+        let text = String(decoding: bytes, as: UTF8.self)
+        return String(text.dropFirst("{\"data\":".count).dropLast())
+    }
+
+    /// Parses one JSON line.
+    /// - Throws: ``ValidationError/Code/undecodable`` naming what is wrong.
+    public init(jsonLine: String) throws(ValidationError) {
+        do {
+            self = try JSONDecoder().decode(EventEnvelope.self, from: Data(jsonLine.utf8))
+        } catch let error as DecodingError {
+            throw ValidationError(.undecodable, JSONText.describe(error))
+        } catch {
+            throw ValidationError(.undecodable, "\(error)")
+        }
+    }
+}
+
+/// Small JSON text helpers shared by the envelope and the query results.
+public enum JSONText {
+    /// A JSON string literal for `text`.
+    public static func quote(_ text: String) -> String {
+        var out = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case let s where s.value < 0x20:
+                let hex = String(s.value, radix: 16)
+                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
+    }
+
+    static func describe(_ error: DecodingError) -> String {
+        func path(_ keys: [any CodingKey]) -> String {
+            keys.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
+        }
+        switch error {
+        case .keyNotFound(let key, let context):
+            let at = path(context.codingPath)
+            return "missing field '\(key.stringValue)'" + (at.isEmpty ? "" : " in \(at)")
+        case .typeMismatch(_, let context), .valueNotFound(_, let context):
+            return "wrong type at '\(path(context.codingPath))': \(context.debugDescription)"
+        case .dataCorrupted(let context):
+            let at = path(context.codingPath)
+            return (at.isEmpty ? "" : "at '\(at)': ") + context.debugDescription
+        @unknown default:
+            return "\(error)"
+        }
+    }
+}

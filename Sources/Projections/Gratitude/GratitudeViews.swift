@@ -1,0 +1,40 @@
+/// One gratitude in a history.
+public struct GratitudeView: Sendable, Hashable, Encodable {
+    public var gratitude: GratitudeID
+    public var recipient: String
+    public var feeling: FeelingID
+    public var body: String
+    public var time: Int64
+
+    enum CodingKeys: String, CodingKey { case gratitude, recipient, feeling, body, time }
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(gratitude, forKey: .gratitude)
+        try c.encode(recipient, forKey: .recipient)
+        try c.encode(feeling, forKey: .feeling)
+        try c.encode(body, forKey: .body)
+        try c.encode(Timestamp.format(time), forKey: .time)
+    }
+}
+
+/// A user's gratitude: total, count per feeling id, history newest first (`gratitude(user)`).
+public struct GratitudeSummary: Sendable, Hashable, Encodable {
+    public var total: Int
+    public var byFeeling: [String: Int]
+    public var history: [GratitudeView]
+}
+
+extension ProjectionState {
+    func gratitudeSummary(_ user: UserID) -> GratitudeSummary {
+        guard let u = users.index(of: user.rawValue) else { return GratitudeSummary(total: 0, byFeeling: [:], history: []) }
+        let list = gratitude.byAuthor[Int(u)]
+        var byFeeling: [String: Int] = [:]
+        for entry in list { byFeeling[entry.feeling, default: 0] += 1 }
+        let history = list.reversed().map {
+            GratitudeView(
+                gratitude: GratitudeID($0.id), recipient: $0.recipient, feeling: FeelingID($0.feeling), body: $0.body,
+                time: $0.time)
+        }
+        return GratitudeSummary(total: list.count, byFeeling: byFeeling, history: history)
+    }
+}

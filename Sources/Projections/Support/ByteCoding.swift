@@ -1,0 +1,224 @@
+/// Appends the compact binary forms used by event payloads and snapshots: LEB128 varints, zigzag
+/// signed numbers, length-prefixed UTF-8 strings.
+struct ByteWriter {
+    var bytes: [UInt8] = []
+
+    init(capacity: Int = 64) { bytes.reserveCapacity(capacity) }
+
+    mutating func byte(_ value: UInt8) { bytes.append(value) }
+
+    mutating func bool(_ value: Bool) { bytes.append(value ? 1 : 0) }
+
+    mutating func varint(_ value: UInt64) {
+        var v = value
+        while v >= 0x80 {
+            bytes.append(UInt8(truncatingIfNeeded: v) | 0x80)
+            v >>= 7
+        }
+        bytes.append(UInt8(v))
+    }
+
+    mutating func int(_ value: Int) { signed(Int64(value)) }
+
+    mutating func count(_ value: Int) { varint(UInt64(value)) }
+
+    mutating func signed(_ value: Int64) { varint(UInt64(bitPattern: (value << 1) ^ (value >> 63))) }
+
+    mutating func double(_ value: Double) {
+        let bits = value.bitPattern
+        for shift in stride(from: 0, to: 64, by: 8) { bytes.append(UInt8(truncatingIfNeeded: bits >> UInt64(shift))) }
+    }
+
+    mutating func fixed32(_ value: UInt32) {
+        for shift in stride(from: 0, to: 32, by: 8) { bytes.append(UInt8(truncatingIfNeeded: value >> UInt32(shift))) }
+    }
+
+    mutating func fixed64(_ value: UInt64) {
+        for shift in stride(from: 0, to: 64, by: 8) { bytes.append(UInt8(truncatingIfNeeded: value >> UInt64(shift))) }
+    }
+
+    mutating func string(_ value: String) {
+        var value = value
+        value.withUTF8 { utf8 in
+            varint(UInt64(utf8.count))
+            bytes.append(contentsOf: utf8)
+        }
+    }
+
+    mutating func optionalString(_ value: String?) {
+        if let value {
+            bytes.append(1)
+            string(value)
+        } else {
+            bytes.append(0)
+        }
+    }
+
+    mutating func optionalSigned(_ value: Int64?) {
+        if let value {
+            bytes.append(1)
+            signed(value)
+        } else {
+            bytes.append(0)
+        }
+    }
+
+    mutating func optionalDouble(_ value: Double?) {
+        if let value {
+            bytes.append(1)
+            double(value)
+        } else {
+            bytes.append(0)
+        }
+    }
+
+    mutating func strings(_ values: [String]) {
+        count(values.count)
+        for value in values { string(value) }
+    }
+}
+
+/// The failure of a ``ByteReader``: the bytes ended early or held an impossible value.
+struct ByteReaderError: Error, Sendable, CustomStringConvertible {
+    var description: String
+}
+
+/// Reads what ``ByteWriter`` wrote; throws ``ByteReaderError`` on truncated or malformed input.
+struct ByteReader: ~Copyable {
+    private let bytes: UnsafeRawBufferPointer
+    private(set) var offset: Int = 0
+
+    init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
+
+    var isAtEnd: Bool { offset >= bytes.count }
+
+    /// Runs `body` with a reader over `bytes`.
+    static func reading<T>(_ bytes: [UInt8], _ body: (inout ByteReader) throws(ByteReaderError) -> T)
+        throws(ByteReaderError) -> T
+    {
+        let result: Result<T, ByteReaderError> = bytes.withUnsafeBytes { raw in
+            var reader = ByteReader(raw)
+            do throws(ByteReaderError) {
+                return .success(try body(&reader))
+            } catch {
+                return .failure(error)
+            }
+        }
+        return try result.get()
+    }
+
+    mutating func byte() throws(ByteReaderError) -> UInt8 {
+        guard offset < bytes.count else { throw ByteReaderError(description: "unexpected end at byte \(offset)") }
+        let value = bytes[offset]
+        offset += 1
+        return value
+    }
+
+    mutating func bool() throws(ByteReaderError) -> Bool {
+        switch try byte() {
+        case 0: return false
+        case 1: return true
+        case let other: throw ByteReaderError(description: "bad boolean \(other) at byte \(offset - 1)")
+        }
+    }
+
+    mutating func varint() throws(ByteReaderError) -> UInt64 {
+        var result: UInt64 = 0
+        var shift: UInt64 = 0
+        while true {
+            let b = try byte()
+            guard shift < 64 else { throw ByteReaderError(description: "varint too long at byte \(offset)") }
+            result |= UInt64(b & 0x7F) << shift
+            if b < 0x80 { return result }
+            shift += 7
+        }
+    }
+
+    mutating func signed() throws(ByteReaderError) -> Int64 {
+        let raw = try varint()
+        return Int64(bitPattern: raw >> 1) ^ -Int64(bitPattern: raw & 1)
+    }
+
+    mutating func int() throws(ByteReaderError) -> Int { Int(try signed()) }
+
+    mutating func int32() throws(ByteReaderError) -> Int32 {
+        let value = try signed()
+        guard let narrowed = Int32(exactly: value) else {
+            throw ByteReaderError(description: "number \(value) out of range at byte \(offset)")
+        }
+        return narrowed
+    }
+
+    /// A count of following items; bounded by the bytes left so a corrupt count cannot allocate wildly.
+    mutating func count() throws(ByteReaderError) -> Int {
+        let value = try varint()
+        guard value <= UInt64(bytes.count - offset) else {
+            throw ByteReaderError(description: "count \(value) exceeds the remaining bytes at \(offset)")
+        }
+        return Int(value)
+    }
+
+    mutating func fixed32() throws(ByteReaderError) -> UInt32 {
+        guard offset + 4 <= bytes.count else { throw ByteReaderError(description: "unexpected end at byte \(offset)") }
+        var value: UInt32 = 0
+        for index in 0..<4 { value |= UInt32(bytes[offset + index]) << UInt32(8 * index) }
+        offset += 4
+        return value
+    }
+
+    mutating func fixed64() throws(ByteReaderError) -> UInt64 {
+        guard offset + 8 <= bytes.count else { throw ByteReaderError(description: "unexpected end at byte \(offset)") }
+        var value: UInt64 = 0
+        for index in 0..<8 { value |= UInt64(bytes[offset + index]) << UInt64(8 * index) }
+        offset += 8
+        return value
+    }
+
+    mutating func double() throws(ByteReaderError) -> Double { Double(bitPattern: try fixed64()) }
+
+    mutating func string() throws(ByteReaderError) -> String {
+        let length = try count()
+        let slice = UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + length)])
+        offset += length
+        return String(decoding: slice, as: UTF8.self)
+    }
+
+    mutating func optionalString() throws(ByteReaderError) -> String? {
+        try bool() ? try string() : nil
+    }
+
+    mutating func optionalSigned() throws(ByteReaderError) -> Int64? {
+        try bool() ? try signed() : nil
+    }
+
+    mutating func optionalDouble() throws(ByteReaderError) -> Double? {
+        try bool() ? try double() : nil
+    }
+
+    mutating func strings() throws(ByteReaderError) -> [String] {
+        let n = try count()
+        var result: [String] = []
+        result.reserveCapacity(n)
+        for _ in 0..<n { result.append(try string()) }
+        return result
+    }
+}
+
+/// A 64-bit FNV-1a hash, stable across runs and machines; used for snapshot checksums and state digests.
+struct FNV1a64 {
+    private(set) var value: UInt64 = 0xcbf2_9ce4_8422_2325
+
+    init() {}
+
+    mutating func update(_ bytes: [UInt8]) {
+        var v = value
+        for byte in bytes { v = (v ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        value = v
+    }
+
+    static func hash(_ bytes: [UInt8]) -> UInt64 {
+        var hasher = FNV1a64()
+        hasher.update(bytes)
+        return hasher.value
+    }
+}

@@ -1,0 +1,140 @@
+/// The one error type of the Projections module: a broken rule, a bad import line, an engine failure.
+///
+/// Switch on ``code``; ``message`` names the ids involved.
+public struct ValidationError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// Which rule was broken, as a value callers can compare.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        public let name: String
+        public init(_ name: String) { self.name = name }
+        public var description: String { name }
+
+        // Accounts
+        /// A user id that no `UserRegistered` introduced.
+        public static let userNotFound = Code("userNotFound")
+        /// An id (user, room, message, activity, feeling, gratitude) that is already taken.
+        public static let duplicateID = Code("duplicateID")
+        /// An id that is empty, too long (over 200 characters) or holds whitespace or control characters.
+        public static let invalidID = Code("invalidID")
+        /// A phone number that is not E.164 (`+` then 8–15 digits, no leading zero).
+        public static let invalidPhone = Code("invalidPhone")
+        /// An email address that is not plausible (`local@domain.tld`).
+        public static let invalidEmail = Code("invalidEmail")
+        /// A name that is not 1–100 characters.
+        public static let invalidName = Code("invalidName")
+        /// A sign-up by phone without a phone, or by email without an email.
+        public static let missingContact = Code("missingContact")
+        /// A phone number another user registered with.
+        public static let phoneTaken = Code("phoneTaken")
+        /// An email another user registered with.
+        public static let emailTaken = Code("emailTaken")
+        /// A URL that is not http(s).
+        public static let invalidURL = Code("invalidURL")
+        /// The event's actor may not do this act (§3 actor rules).
+        public static let wrongActor = Code("wrongActor")
+
+        // Graph
+        /// A friend request (or block) aimed at oneself.
+        public static let selfRelationship = Code("selfRelationship")
+        /// The two users are already friends.
+        public static let alreadyFriends = Code("alreadyFriends")
+        /// One of the two users blocked the other.
+        public static let blocked = Code("blocked")
+        /// A request between the two is already pending (either way).
+        public static let requestPending = Code("requestPending")
+        /// Accept, decline or cancel without a pending request.
+        public static let noPendingRequest = Code("noPendingRequest")
+        /// Unfriend without a friendship.
+        public static let notFriends = Code("notFriends")
+        /// The user already blocked that user.
+        public static let alreadyBlocked = Code("alreadyBlocked")
+        /// Unblock without a block.
+        public static let notBlocked = Code("notBlocked")
+
+        // Rooms and messages
+        /// A room id that does not exist.
+        public static let roomNotFound = Code("roomNotFound")
+        /// A room's member list is wrong (a direct room needs exactly two distinct members, the creator among them).
+        public static let invalidMembers = Code("invalidMembers")
+        /// A direct room for that pair exists already.
+        public static let directRoomExists = Code("directRoomExists")
+        /// Joining or leaving a room that is not a group room.
+        public static let notAGroupRoom = Code("notAGroupRoom")
+        /// The user is already a member.
+        public static let alreadyMember = Code("alreadyMember")
+        /// The user is not a member of the room.
+        public static let notAMember = Code("notAMember")
+        /// A text message (or an edit) without a body.
+        public static let emptyBody = Code("emptyBody")
+        /// A body over 10,000 characters.
+        public static let bodyTooLong = Code("bodyTooLong")
+        /// An image or video message without an http(s) media URL.
+        public static let invalidMedia = Code("invalidMedia")
+        /// A message id that does not exist (in that room).
+        public static let messageNotFound = Code("messageNotFound")
+        /// Someone other than the sender edits or deletes a message.
+        public static let notTheSender = Code("notTheSender")
+        /// The message was deleted; it stays deleted.
+        public static let messageDeleted = Code("messageDeleted")
+
+        // Activities
+        /// An activity id that does not exist.
+        public static let activityNotFound = Code("activityNotFound")
+        /// Someone other than the host changes the activity or invites.
+        public static let notTheHost = Code("notTheHost")
+        /// The activity was cancelled; nothing changes on it.
+        public static let activityCancelled = Code("activityCancelled")
+        /// A title that is not 1–200 characters.
+        public static let invalidTitle = Code("invalidTitle")
+        /// An end before the start.
+        public static let invalidTime = Code("invalidTime")
+        /// An invitation to someone who is neither a friend nor a connection of the host.
+        public static let notFriendOrConnection = Code("notFriendOrConnection")
+        /// An invitation to someone who is already invited, or to the host.
+        public static let alreadyInvited = Code("alreadyInvited")
+        /// An invitation with no guests.
+        public static let noGuests = Code("noGuests")
+        /// An RSVP or revocation for someone who is not invited.
+        public static let notInvited = Code("notInvited")
+
+        // Gratitude
+        /// A gratitude tagged with a feeling nobody defined.
+        public static let feelingNotFound = Code("feelingNotFound")
+        /// A feeling without an emoji.
+        public static let invalidEmoji = Code("invalidEmoji")
+        /// A gratitude without a recipient.
+        public static let invalidRecipient = Code("invalidRecipient")
+
+        // Import and storage
+        /// An event type this build does not know.
+        public static let unknownEventType = Code("unknownEventType")
+        /// A payload or JSON line that does not decode.
+        public static let undecodable = Code("undecodable")
+        /// The stream given for an event is not the one §3 assigns to it.
+        public static let wrongStream = Code("wrongStream")
+        /// The log failed underneath (see `cause`).
+        public static let storage = Code("storage")
+    }
+
+    public var code: Code
+    public var message: String
+    /// For a batch of events (import), the index of the offending event.
+    public var index: Int?
+
+    public init(_ code: Code, _ message: String, index: Int? = nil) {
+        self.code = code
+        self.message = message
+        self.index = index
+    }
+
+    public var description: String {
+        if let index { return "event \(index): \(code): \(message)" }
+        return "\(code): \(message)"
+    }
+}
+
+/// Every problem of a batch of events (import validation), each with its index.
+public struct BatchValidationError: Error, Sendable, CustomStringConvertible {
+    public var problems: [ValidationError]
+    public init(problems: [ValidationError]) { self.problems = problems }
+    public var description: String { problems.map(\.description).joined(separator: "\n") }
+}

@@ -1,0 +1,211 @@
+import EventLog
+import Foundation
+import Testing
+
+@testable import Projections
+
+/// Drives an engine with random commands, valid and invalid, from a seed.
+struct RandomDriver {
+    var random: SplitMix
+    let users: [UserID] = (0..<12).map { UserID("u\($0)") }
+    var rooms: [RoomID] = []
+    var messages: [(RoomID, MessageID)] = []
+    var activities: [ActivityID] = []
+    var clock: Int64 = baseTime
+    var accepted = 0
+    var rejected = 0
+
+    init(seed: UInt64) { random = SplitMix(seed: seed) }
+
+    mutating func pick<T>(_ list: [T]) -> T? { list.isEmpty ? nil : list[Int(random.next() % UInt64(list.count))] }
+    mutating func user() -> UserID { pick(users)! }
+    mutating func chance(_ percent: UInt64) -> Bool { random.next() % 100 < percent }
+
+    mutating func step(_ engine: Engine) {
+        clock += Int64(random.next() % 60_000)
+        let time = clock
+        let before = engine.log.head
+        do {
+            switch random.next() % 28 {
+            case 0, 1:
+                let u = user()
+                let phone = chance(80) ? "+1415555\(String(format: "%04d", random.next() % 10_000))" : "12"
+                try engine.register(u, method: .phone, phone: phone, name: chance(90) ? u.rawValue.uppercased() : "", time: time)
+            case 2:
+                try engine.updateProfile(
+                    ProfileUpdated(
+                        user: user(), name: chance(50) ? "N\(random.next() % 9)" : nil,
+                        location: chance(50) ? Location(city: pick(["Austin", "Oslo"])!) : nil,
+                        interests: chance(50) ? [pick(["dogs", "chess", "hiking"])!] : nil), time: time)
+            case 3, 4: try engine.requestFriend(from: user(), to: user(), time: time)
+            case 5, 6: try engine.acceptFriend(user(), from: user(), time: time)
+            case 7: try engine.declineFriend(user(), from: user(), time: time)
+            case 8: try engine.cancelFriendRequest(from: user(), to: user(), time: time)
+            case 9: try engine.unfriend(user(), user(), time: time)
+            case 10:
+                if chance(50) { try engine.block(user(), user(), time: time) } else { try engine.unblock(user(), user(), time: time) }
+            case 11:
+                let room = try engine.createGroup(by: user(), name: "G\(random.next() % 5)", members: [user(), user()], time: time)
+                rooms.append(room)
+            case 12: try engine.join(pick(rooms) ?? "none", user: user(), time: time)
+            case 13: try engine.leave(pick(rooms) ?? "none", user: user(), time: time)
+            case 14, 15, 16:
+                let sent = try engine.sendMessage(
+                    from: user(), to: user(), body: chance(95) ? "hello \(random.next() % 1000)" : "", time: time)
+                messages.append((sent.room, sent.message))
+                if sent.createdRoom { rooms.append(sent.room) }
+            case 17:
+                let kind: MessageKind = chance(50) ? .image : .video
+                let sent = try engine.sendMessage(
+                    in: pick(rooms) ?? "none", from: user(), kind: kind,
+                    media: chance(90) ? Media(url: "https://cdn.example/\(random.next() % 100)") : nil, time: time)
+                messages.append((sent.room, sent.message))
+            case 18:
+                if let (room, message) = pick(messages) {
+                    try engine.editMessage(message, in: room, by: user(), body: "edited \(random.next() % 10)", time: time)
+                }
+            case 19:
+                if let (room, message) = pick(messages) { try engine.deleteMessage(message, in: room, by: user(), time: time) }
+            case 20:
+                if let (room, message) = pick(messages) {
+                    try engine.markRead(room, user: user(), upTo: chance(50) ? message : nil, time: time)
+                }
+            case 21:
+                let activity = try engine.hostActivity(
+                    host: user(), kind: pick([.party, .walk, .gameNight, .other])!, title: "A\(random.next() % 7)",
+                    startsAt: clock + Int64(random.next() % 86_400_000), time: time)
+                activities.append(activity)
+            case 22: try engine.invite([user(), user()].count == 2 && chance(50) ? [user()] : [user(), user()], to: pick(activities) ?? "none", by: user(), time: time)
+            case 23:
+                try engine.rsvp(pick(activities) ?? "none", user: user(), answer: pick([.going, .maybe, .declined])!, time: time)
+            case 24:
+                if chance(50) {
+                    try engine.revokeInvitation(user(), from: pick(activities) ?? "none", by: user(), time: time)
+                } else if chance(30) {
+                    try engine.cancelActivity(pick(activities) ?? "none", by: user(), time: time)
+                } else {
+                    try engine.updateActivity(ActivityUpdated(activity: pick(activities) ?? "none", title: "T\(random.next() % 3)"), by: user(), time: time)
+                }
+            case 25:
+                try engine.defineFeeling(FeelingID("f\(random.next() % 4)"), name: "Feeling", emoji: "🙂", time: time)
+            default:
+                try engine.tagGratitude(
+                    author: user(), recipient: "friend", body: chance(90) ? "thanks" : "", feeling: FeelingID("f\(random.next() % 4)"),
+                    time: time)
+            }
+            // A few cases pick from empty lists and run nothing.
+            if engine.log.head > before { accepted += 1 }
+        } catch {
+            rejected += 1
+            #expect(engine.log.head == before, "\(error)")
+        }
+    }
+}
+
+/// Queries whose answers must agree between two engines over the same log.
+func sampleAnswers(_ engine: Engine) throws -> String {
+    var out = ""
+    for index in 0..<12 {
+        let user = UserID("u\(index)")
+        out += "\(engine.rooms(user))|\(engine.friends(user))|\(engine.requests(user))|\(engine.connections(user))"
+        out += "|\(engine.relationship(user, "u0"))|\(engine.feed(user))|\(engine.suggestions(user))"
+        let gratitude = engine.gratitude(user)
+        out += "|\(gratitude.total)|\(gratitude.byFeeling.sorted { $0.key < $1.key })|\(gratitude.history)"
+        out += "|\(String(describing: engine.profile(user)))\n"
+    }
+    for room in engine.rooms("u1").prefix(3) { out += "\(try engine.messages(room.room, limit: 5))\n" }
+    return out
+}
+
+@Suite struct DeterminismTests {
+    @Test(arguments: [1, 2, 3, 4, 5, 6] as [UInt64])
+    func liveReplayAndSnapshotPlusTailAgree(seed: UInt64) throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("parley-random-\(UUID())").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var driver = RandomDriver(seed: seed)
+        let liveDigest: String
+        let liveAnswers: String
+        var snapshotAt = Position.zero
+        do {
+            let engine = try Engine.open(directory: directory, configuration: testConfiguration)
+            defer { try? engine.close() }
+            for step in 0..<1500 {
+                driver.step(engine)
+                if step == 900 { snapshotAt = try engine.writeSnapshot() }
+            }
+            liveDigest = engine.stateDigest
+            liveAnswers = try sampleAnswers(engine)
+            #expect(try engine.replayDigest() == liveDigest)
+            try engine.replay()
+            #expect(engine.stateDigest == liveDigest)
+            #expect(try sampleAnswers(engine) == liveAnswers)
+        }
+        #expect(driver.accepted > 300, "too few valid commands: \(driver.accepted)")
+        #expect(driver.rejected > 300, "too few invalid commands: \(driver.rejected)")
+        #expect(snapshotAt > .zero)
+
+        let reopened = try Engine.open(directory: directory, configuration: testConfiguration)
+        defer { try? reopened.close() }
+        #expect(reopened.openReport.snapshotPosition == snapshotAt)
+        #expect(reopened.openReport.foldedRecords == reopened.position.rawValue - snapshotAt.rawValue)
+        #expect(reopened.stateDigest == liveDigest)
+        #expect(try sampleAnswers(reopened) == liveAnswers)
+    }
+
+    @Test func aDamagedOrForeignVersionSnapshotIsIgnored() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("parley-snap-\(UUID())").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var driver = RandomDriver(seed: 99)
+        let digest: String
+        let path: String
+        do {
+            let engine = try Engine.open(directory: directory, configuration: testConfiguration)
+            defer { try? engine.close() }
+            for _ in 0..<300 { driver.step(engine) }
+            let position = try engine.writeSnapshot()
+            path = directory + "/" + Snapshots.fileName(position.rawValue)
+            digest = engine.stateDigest
+        }
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+        let original = bytes
+        bytes[bytes.count - 3] ^= 0x40
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        do {
+            let engine = try Engine.open(directory: directory, configuration: testConfiguration)
+            defer { try? engine.close() }
+            #expect(engine.openReport.snapshotPosition == nil)
+            #expect(engine.openReport.ignoredSnapshots.count == 1)
+            #expect(engine.openReport.ignoredSnapshots.first?.contains("checksum") == true)
+            #expect(engine.stateDigest == digest)
+        }
+        var otherVersion = original
+        otherVersion[8] = 7  // format version field
+        try Data(otherVersion).write(to: URL(fileURLWithPath: path))
+        do {
+            let engine = try Engine.open(directory: directory, configuration: testConfiguration)
+            defer { try? engine.close() }
+            #expect(engine.openReport.snapshotPosition == nil)
+            #expect(engine.openReport.ignoredSnapshots.first?.contains("version") == true)
+            #expect(engine.stateDigest == digest)
+        }
+        try Data(original).write(to: URL(fileURLWithPath: path))
+        let engine = try Engine.open(directory: directory, configuration: testConfiguration)
+        defer { try? engine.close() }
+        #expect(engine.openReport.snapshotPosition != nil)
+        #expect(engine.openReport.foldedRecords == 0)
+        #expect(engine.stateDigest == digest)
+    }
+
+    @Test func snapshotEncodingRoundTripsExactly() throws {
+        try withEngine { engine, _ in
+            var driver = RandomDriver(seed: 5)
+            for _ in 0..<300 { driver.step(engine) }
+            let state = engine.state.withLock { $0 }
+            let bytes = state.encodedState()
+            let decoded = try ProjectionState(encodedState: bytes)
+            #expect(decoded.encodedState() == bytes)
+            #expect(decoded.digest() == engine.stateDigest)
+            #expect(throws: ByteReaderError.self) { try ProjectionState(encodedState: Array(bytes.dropLast(4))) }
+        }
+    }
+}
