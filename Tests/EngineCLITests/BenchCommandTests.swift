@@ -110,7 +110,7 @@ func quickBenchAgainstSQLitePrintsWellFormedJSON() throws {
 
     let workloads = try #require(json["workloads"]?.array)
     let names = workloads.compactMap { $0["name"]?.string }
-    #expect(names == ["append-batched", "append-concurrent", "scan", "read-room", "audit-actor", "size"])
+    #expect(names == ["append-batched", "append-concurrent", "scan", "replay", "read-room", "audit-actor", "size"])
     for workload in workloads {
         let name = workload["name"]?.string ?? "?"
         let parley = try #require(workload["parley"], "\(name) has no parley figures")
@@ -119,6 +119,7 @@ func quickBenchAgainstSQLitePrintsWellFormedJSON() throws {
         var keys: [String] = []
         if name.hasPrefix("append") || name == "scan" { keys += ["eventsPerSecond", "mbPerSecond"] }
         if name.hasPrefix("append") || name == "read-room" || name == "audit-actor" { keys += ["p50Micros", "p99Micros"] }
+        if name == "replay" { keys.append("eventsPerSecond") }
         if name == "append-concurrent" { keys.append("p999Micros") }
         if name == "size" { keys += ["bytesPerEvent", "jsonLinesBytesPerEvent"] }
         for key in keys {
