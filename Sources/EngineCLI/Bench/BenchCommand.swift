@@ -177,7 +177,7 @@ struct BenchRunner {
             limitNote: "LZ4 decompression on one core: \(BenchReport.number(scanBound)) events/s",
             target: "≥ 5,000,000 records/s (issue 2)"
         ) { figures, _ in figures.eventsPerSecond! >= 5_000_000 }
-        scan.note = "sequential read + envelope decode of the whole log; projections not folded yet (replay hook)"
+        scan.note = "sequential read + envelope decode of the whole log (the log's share of replay; no fold)"
         workloads.append(scan)
 
         // 3b. replay — every projection rebuilt from position 1 by the Projections engine, on a simulated week
