@@ -22,6 +22,7 @@ struct Parley: AsyncParsableCommand {
             SnapshotCommand.self,
             TailCommand.self,
             CrashWriterCommand.self,
+            BenchCommand.self,
         ]
     )
 }
