@@ -19,6 +19,11 @@ let package = Package(
             pkgConfig: "liblz4",
             providers: [.apt(["liblz4-dev"])]
         ),
+        .systemLibrary(
+            name: "CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]
+        ),
         .target(name: "CCRC32C"),
         .target(
             name: "EventLog",
@@ -34,6 +39,8 @@ let package = Package(
             dependencies: [
                 "Projections",
                 "EventLog",
+                "CLZ4",
+                "CSQLite",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

@@ -8,6 +8,8 @@ struct Parley: AsyncParsableCommand {
         commandName: "parley",
         abstract: "An event-sourced messaging engine: append, replay, query, audit and benchmark.",
         subcommands: [
+            DemoCommand.self,
+            SimulateCommand.self,
             StatsCommand.self,
             VerifyCommand.self,
             RepairCommand.self,
@@ -20,6 +22,7 @@ struct Parley: AsyncParsableCommand {
             SnapshotCommand.self,
             TailCommand.self,
             CrashWriterCommand.self,
+            BenchCommand.self,
         ]
     )
 }

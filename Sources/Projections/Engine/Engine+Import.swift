@@ -35,22 +35,33 @@ extension Engine {
             } catch {
                 throw BatchValidationError(problems: [error])
             }
-            var scratch = current
-            let plan = Engine.plan(events, on: &scratch, log: log)
+            // With skipInvalid nothing needs undoing (an invalid event is never folded), so the plan folds straight
+            // into the live state instead of a copy: copying the state would cost O(state) per call.
+            var scratch = ProjectionState()
+            if !skipInvalid { scratch = current }
+            let plan = skipInvalid ? Engine.plan(events, on: &current, log: log) : Engine.plan(events, on: &scratch, log: log)
             if !plan.problems.isEmpty && !skipInvalid { throw BatchValidationError(problems: plan.problems) }
             guard !plan.proposals.isEmpty else {
                 return ApplyResult(appended: [], duplicates: plan.duplicates, skipped: plan.problems)
             }
+            let first = skipInvalid ? current.position - UInt64(plan.proposals.count) : current.position
             let result: AppendResult
             do throws(EventLogError) {
                 result = try log.appendAndWait(plan.proposals)
             } catch {
+                if skipInvalid {
+                    // The live state already holds what failed to append: rebuild it from the log.
+                    var fresh = ProjectionState()
+                    try? Engine.fold(log: log, into: &fresh)
+                    current = fresh
+                }
                 throw BatchValidationError(problems: [ValidationError(.storage, "appending failed: \(error.message)")])
             }
-            let expected = (0..<plan.proposals.count).map { Position(current.position + 1 + UInt64($0)) }
+            let expected = (0..<plan.proposals.count).map { Position(first + 1 + UInt64($0)) }
             if result.positions == expected, !result.wasDuplicate.contains(true) {
-                current = scratch
+                if !skipInvalid { current = scratch }
             } else {
+                if skipInvalid { current = ProjectionState() }
                 do throws(ValidationError) {
                     try Engine.fold(log: log, into: &current)
                 } catch {
