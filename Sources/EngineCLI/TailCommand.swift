@@ -22,6 +22,11 @@ struct TailCommand: AsyncParsableCommand {
     func run() async throws {
         let log = try global.openExistingLog()
         let interrupted = Mutex(false)
+        // A parent may hand SIGINT down blocked (test runners do): unblock it, and let the source handle it.
+        var interrupt = sigset_t()
+        sigemptyset(&interrupt)
+        sigaddset(&interrupt, SIGINT)
+        sigprocmask(SIG_UNBLOCK, &interrupt, nil)
         signal(SIGINT, SIG_IGN)
         let source = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
         source.setEventHandler {

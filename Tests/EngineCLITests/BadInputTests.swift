@@ -121,8 +121,8 @@ struct BadInput: CustomTestStringConvertible, Sendable {
         BadInput(name: "audit --limit -1", status: 64, phrase: "--limit must be a positive number") { _ in
             ["audit", "--limit=-1"]
         },
-        BadInput(name: "unknown query kind", status: 64, phrase: "Unexpected argument 'followers'") { _ in
-            ["query", "followers", "--user", "u1"]
+        BadInput(name: "unknown query kind", status: 64, phrase: "Unexpected argument 'followers'", ownData: true) { _ in
+            ["query", "followers"]
         },
         BadInput(name: "relationship without --viewer", status: 64, phrase: "Missing expected argument '--viewer") { _ in
             ["query", "relationship", "--user", "u2"]

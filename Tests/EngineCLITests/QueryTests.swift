@@ -287,8 +287,15 @@ struct QueryTests {
             if chunk.isEmpty { break }
             received.append(chunk)
         }
+        let exited = DispatchSemaphore(value: 0)
+        process.terminationHandler = { _ in exited.signal() }
         process.interrupt()
-        process.waitUntilExit()
+        if exited.wait(timeout: .now() + 20) == .timedOut {
+            Issue.record("tail did not exit within 20 s of SIGINT")
+            process.terminate()
+            process.waitUntilExit()
+        }
+        #expect(process.terminationReason == .exit)
         #expect(process.terminationStatus == 0)
         let lines = String(decoding: received, as: UTF8.self).split(separator: "\n")
         #expect(lines.count == 2)
