@@ -1,0 +1,96 @@
+import EventLog
+import Foundation
+import Testing
+
+@testable import Projections
+
+/// Rough timings for the fold and the hot queries; runs only with `PARLEY_PERF=1` (use a release build).
+/// Reported, never asserted: the benchmark package measures for real.
+@Suite(.enabled(if: ProcessInfo.processInfo.environment["PARLEY_PERF"] != nil))
+struct PerformanceProbe {
+    @Test func foldAndQueryTimings() throws {
+        let total = Int(ProcessInfo.processInfo.environment["PARLEY_PERF_EVENTS"] ?? "") ?? 1_000_000
+        let users = 5_000
+        var records: [Record] = []
+        records.reserveCapacity(total)
+        var random = SplitMix(seed: 1)
+        func add(_ event: DomainEvent, actor: String) {
+            let position = UInt64(records.count + 1)
+            records.append(
+                Record(
+                    position: Position(position), id: EventID(high: 0, low: position), time: baseTime + Int64(position) * 10,
+                    stream: StreamName(event.stream), streamVersion: StreamVersion(1), type: event.typeName, actor: actor,
+                    payload: event.encodedPayload()))
+        }
+        for u in 0..<users {
+            add(.userRegistered(UserRegistered(user: UserID("u\(u)"), method: .google, name: "User \(u)")), actor: "u\(u)")
+        }
+        // u0 has 500 rooms; others pair up randomly.
+        var rooms: [(RoomID, UserID, UserID)] = []
+        for r in 0..<20_000 {
+            let a = r < 500 ? 0 : Int(random.next() % UInt64(users))
+            var b = Int(random.next() % UInt64(users))
+            if b == a { b = (a + 1) % users }
+            let room = RoomID("d\(r)")
+            add(.roomCreated(RoomCreated(room: room, kind: .direct, by: UserID("u\(a)"), members: [UserID("u\(a)"), UserID("u\(b)")])), actor: "u\(a)")
+            rooms.append((room, UserID("u\(a)"), UserID("u\(b)")))
+        }
+        for u in 1...100 {
+            add(.friendRequested(FriendRequested(from: "u0", to: UserID("u\(u)"))), actor: "u0")
+            add(.friendRequestAccepted(FriendRequestAccepted(from: "u0", to: UserID("u\(u)"))), actor: "u\(u)")
+        }
+        var m = 0
+        while records.count < total {
+            let (room, a, b) = rooms[Int(random.next() % UInt64(rooms.count))]
+            let sender = random.bool() ? a : b
+            m += 1
+            if m % 10 == 0 {
+                add(.messagesRead(MessagesRead(room: room, user: sender, upTo: MessageID("m\(m - 1)"))), actor: sender.rawValue)
+            }
+            add(.messageSent(MessageSent(room: room, message: MessageID("m\(m)"), sender: sender, kind: .text, body: "message number \(m) with some text")), actor: sender.rawValue)
+        }
+        let clock = ContinuousClock()
+        let decodeOnly = clock.measure {
+            var n = 0
+            for record in records {
+                if case .messageSent = try? DomainEvent.decode(type: record.type, payload: record.payload) { n += 1 }
+            }
+            #expect(n > 0)
+        }
+        print("PERF decode only: \(decodeOnly)")
+        let auditOnly = clock.measure {
+            var audit = AuditProjection()
+            for record in records {
+                audit.record(position: record.position.rawValue, time: record.time, actor: record.actor, type: record.type, stream: record.stream.rawValue)
+            }
+        }
+        print("PERF audit only: \(auditOnly)")
+        let internOnly = clock.measure {
+            var interner = Interner()
+            for index in 0..<records.count { _ = interner.intern("m\(index)") }
+        }
+        print("PERF intern 1M message ids (incl. string making): \(internOnly)")
+        var state = ProjectionState()
+        let elapsed = clock.measure {
+            for record in records { state.fold(record) }
+        }
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        print("PERF fold \(records.count) events: \(elapsed), \(Int(Double(records.count) / seconds)) events/s")
+
+        let encoded = clock.measure { _ = state.encodedState() }
+        let bytes = state.encodedState()
+        let decoded = clock.measure { _ = try? ProjectionState(encodedState: bytes) }
+        print("PERF snapshot \(bytes.count) bytes: encode \(encoded), decode \(decoded)")
+
+        func p99(_ name: String, _ body: () -> Void) {
+            var samples: [Duration] = []
+            for _ in 0..<200 { samples.append(clock.measure(body)) }
+            samples.sort()
+            print("PERF \(name): p50 \(samples[100]) p99 \(samples[197])")
+        }
+        p99("rooms(u0) with 500 rooms") { _ = state.roomSummaries("u0") }
+        p99("messages(limit 50)") { _ = try? state.messagePage("d0", before: nil, limit: 50) }
+        p99("connections(u0) degree 100") { _ = state.connectionList("u0") }
+        p99("relationship") { _ = state.relationship("u0", "u4000") }
+    }
+}
