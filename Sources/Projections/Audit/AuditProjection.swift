@@ -6,6 +6,8 @@ struct AuditProjection {
     var actors = Interner()
     var types = Interner()
     var streams = Interner()
+    /// Per interned type: its index in ``DomainEvent/typeNames``, or -1 for a type this build does not know.
+    var typeCodes: [Int] = []
     /// Per position (index = position - 1).
     var actorOf: [Int32] = []
     var typeOf: [Int32] = []
@@ -20,12 +22,17 @@ struct AuditProjection {
 
     var count: Int { timeOf.count }
 
-    mutating func record(position: UInt64, time: Int64, actor: String, type: String, stream: String) {
+    /// Indexes one record; returns the type's code (see `typeCodes`).
+    @discardableResult
+    mutating func record(position: UInt64, time: Int64, actor: String, type: String, stream: String) -> Int {
         precondition(position == UInt64(timeOf.count) + 1, "the audit index folds dense positions")
         let a = actors.intern(actor)
         if a.isNew { byActor.append([]) }
         let t = types.intern(type)
-        if t.isNew { byType.append([]) }
+        if t.isNew {
+            byType.append([])
+            typeCodes.append(DomainEvent.typeNames.firstIndex(of: type) ?? -1)
+        }
         let s = streams.intern(stream)
         if s.isNew { byStream.append([]) }
         actorOf.append(a.index)
@@ -35,6 +42,7 @@ struct AuditProjection {
         byActor[Int(a.index)].append(position)
         byType[Int(t.index)].append(position)
         byStream[Int(s.index)].append(position)
+        return typeCodes[Int(t.index)]
     }
 
     /// Positions matching every given filter, ascending, at most `limit`.
@@ -120,6 +128,7 @@ struct AuditProjection {
         byActor = Array(repeating: [], count: actors.count)
         byType = Array(repeating: [], count: types.count)
         byStream = Array(repeating: [], count: streams.count)
+        typeCodes = types.names.map { DomainEvent.typeNames.firstIndex(of: $0) ?? -1 }
         let n = try reader.count()
         actorOf.reserveCapacity(n)
         typeOf.reserveCapacity(n)

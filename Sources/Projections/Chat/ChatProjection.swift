@@ -30,7 +30,8 @@ struct MessageRecord: Equatable {
     var sender: Int32
     var kind: MessageKind
     var body: String?
-    var media: Media?
+    /// Index into ``ChatProjection/media``, or -1: media sit in a side table to keep this record small.
+    var media: Int32 = -1
     var replyTo: String?
     var time: Int64
     var position: UInt64
@@ -46,6 +47,8 @@ struct MessageRecord: Equatable {
 struct ChatProjection {
     var rooms: [RoomRecord] = []
     var messages: [MessageRecord] = []
+    /// Media of image and video messages (deleted ones keep their slot, unreferenced).
+    var media: [Media] = []
     /// The rooms each user is a member of now (derived from room members).
     var userRooms: [Set<Int32>] = []
     /// Direct room per unordered pair of users (derived).
@@ -88,9 +91,14 @@ struct ChatProjection {
 
     mutating func sent(_ event: MessageSent, message: Int32, room: Int32, sender: Int32, position: UInt64, time: Int64) {
         precondition(Int(message) == messages.count, "messages are added in interning order")
+        var mediaIndex: Int32 = -1
+        if let attached = event.media {
+            mediaIndex = Int32(media.count)
+            media.append(attached)
+        }
         messages.append(
             MessageRecord(
-                room: room, sender: sender, kind: event.kind, body: event.body, media: event.media,
+                room: room, sender: sender, kind: event.kind, body: event.body, media: mediaIndex,
                 replyTo: event.replyTo?.rawValue, time: time, position: position))
         let r = Int(room)
         rooms[r].messages.append(message)
@@ -115,7 +123,7 @@ struct ChatProjection {
         guard !m.isDeleted else { return }
         messages[Int(message)].isDeleted = true
         messages[Int(message)].body = nil
-        messages[Int(message)].media = nil
+        messages[Int(message)].media = -1
         let r = Int(m.room)
         rooms[r].liveMessageCount -= 1
         for index in rooms[r].members.indices
@@ -178,8 +186,8 @@ struct ChatProjection {
             writer.signed(Int64(message.sender))
             writer.rawEnum(message.kind)
             writer.optionalString(message.body)
-            writer.bool(message.media != nil)
-            message.media?.write(to: &writer)
+            writer.bool(message.media >= 0)
+            if message.media >= 0 { media[Int(message.media)].write(to: &writer) }
             writer.optionalString(message.replyTo)
             writer.signed(message.time)
             writer.varint(message.position)
@@ -217,7 +225,11 @@ struct ChatProjection {
             let sender = try reader.int32()
             let kind = try reader.rawEnum(MessageKind.self)
             let body = try reader.optionalString()
-            let media = try reader.bool() ? try Media(reading: &reader) : nil
+            var mediaIndex: Int32 = -1
+            if try reader.bool() {
+                mediaIndex = Int32(media.count)
+                media.append(try Media(reading: &reader))
+            }
             let replyTo = try reader.optionalString()
             let time = try reader.signed()
             let position = try reader.varint()
@@ -225,7 +237,7 @@ struct ChatProjection {
             guard room >= 0, Int(room) < roomCount else { throw ByteReaderError(description: "bad room index \(room)") }
             messages.append(
                 MessageRecord(
-                    room: room, sender: sender, kind: kind, body: body, media: media, replyTo: replyTo, time: time,
+                    room: room, sender: sender, kind: kind, body: body, media: mediaIndex, replyTo: replyTo, time: time,
                     position: position, isEdited: flags & 1 != 0, isDeleted: flags & 2 != 0))
             rooms[Int(room)].messages.append(Int32(index))
         }

@@ -82,7 +82,7 @@ extension ProjectionState {
             views.append(
                 MessageView(
                     id: MessageID(messageIDs[message]), sender: UserID(users[m.sender]), kind: m.kind,
-                    body: m.isDeleted ? nil : m.body, media: m.isDeleted ? nil : m.media, time: m.time, edited: m.isEdited,
+                    body: m.isDeleted ? nil : m.body, media: m.isDeleted || m.media < 0 ? nil : chat.media[Int(m.media)], time: m.time, edited: m.isEdited,
                     deleted: m.isDeleted))
         }
         let before = start > 0 ? String(chat.messages[Int(list[start])].position) : nil

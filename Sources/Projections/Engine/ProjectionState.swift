@@ -49,10 +49,10 @@ struct ProjectionState {
     }
 
     mutating func fold(type: String, payload: [UInt8], position: UInt64, time: Int64, actor: String, stream: String) {
-        audit.record(position: position, time: time, actor: actor, type: type, stream: stream)
+        let code = audit.record(position: position, time: time, actor: actor, type: type, stream: stream)
         self.position = position
         // A record this build cannot decode stays in the audit index and changes nothing else.
-        guard let event = try? DomainEvent.decode(type: type, payload: payload) else { return }
+        guard code >= 0, let event = try? DomainEvent.decode(code: code, payload: payload) else { return }
         apply(event, position: position, time: time)
     }
 
