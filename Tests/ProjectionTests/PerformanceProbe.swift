@@ -50,6 +50,35 @@ struct PerformanceProbe {
             add(.messageSent(MessageSent(room: room, message: MessageID("m\(m)"), sender: sender, kind: .text, body: "message number \(m) with some text")), actor: sender.rawValue)
         }
         let clock = ContinuousClock()
+        if ProcessInfo.processInfo.environment["PARLEY_PERF_PARTS"] != nil { measureParts(records) }
+        var state = ProjectionState()
+        let elapsed = clock.measure {
+            for record in records { state.fold(record) }
+        }
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        print("PERF fold \(records.count) events: \(elapsed), \(Int(Double(records.count) / seconds)) events/s")
+
+        let encoded = clock.measure { _ = state.encodedState() }
+        let bytes = state.encodedState()
+        let decoded = clock.measure { _ = try? ProjectionState(encodedState: bytes) }
+        print("PERF snapshot \(bytes.count) bytes: encode \(encoded), decode \(decoded)")
+
+        if ProcessInfo.processInfo.environment["PARLEY_PERF_LOG"] != nil { try measureLog(records) }
+
+        func p99(_ name: String, _ body: () -> Void) {
+            var samples: [Duration] = []
+            for _ in 0..<200 { samples.append(clock.measure(body)) }
+            samples.sort()
+            print("PERF \(name): p50 \(samples[100]) p99 \(samples[197])")
+        }
+        p99("rooms(u0) with 500 rooms") { _ = state.roomSummaries("u0") }
+        p99("messages(limit 50)") { _ = try? state.messagePage("d0", before: nil, limit: 50) }
+        p99("connections(u0) degree 100") { _ = state.connectionList("u0") }
+        p99("relationship") { _ = state.relationship("u0", "u4000") }
+    }
+
+    func measureParts(_ records: [Record]) {
+        let clock = ContinuousClock()
         let decodeOnly = clock.measure {
             var n = 0
             for record in records {
@@ -70,27 +99,41 @@ struct PerformanceProbe {
             for index in 0..<records.count { _ = interner.intern("m\(index)") }
         }
         print("PERF intern 1M message ids (incl. string making): \(internOnly)")
-        var state = ProjectionState()
-        let elapsed = clock.measure {
-            for record in records { state.fold(record) }
-        }
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        print("PERF fold \(records.count) events: \(elapsed), \(Int(Double(records.count) / seconds)) events/s")
+    }
 
-        let encoded = clock.measure { _ = state.encodedState() }
-        let bytes = state.encodedState()
-        let decoded = clock.measure { _ = try? ProjectionState(encodedState: bytes) }
-        print("PERF snapshot \(bytes.count) bytes: encode \(encoded), decode \(decoded)")
-
-        func p99(_ name: String, _ body: () -> Void) {
-            var samples: [Duration] = []
-            for _ in 0..<200 { samples.append(clock.measure(body)) }
-            samples.sort()
-            print("PERF \(name): p50 \(samples[100]) p99 \(samples[197])")
+    func measureLog(_ records: [Record]) throws {
+        let clock = ContinuousClock()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("parley-perf-\(UUID())").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        do {
+            let log = try EventLog.open(directory: directory, configuration: testConfiguration)
+            var index = 0
+            while index < records.count - 10_000 {
+                let chunk = records[index..<min(index + 10_000, records.count - 10_000)].map {
+                    ProposedRecord(id: $0.id, stream: $0.stream, type: $0.type, actor: $0.actor, time: $0.time, payload: $0.payload)
+                }
+                _ = try log.appendAndWait(chunk)
+                index += chunk.count
+            }
+            try log.close()
         }
-        p99("rooms(u0) with 500 rooms") { _ = state.roomSummaries("u0") }
-        p99("messages(limit 50)") { _ = try? state.messagePage("d0", before: nil, limit: 50) }
-        p99("connections(u0) degree 100") { _ = state.connectionList("u0") }
-        p99("relationship") { _ = state.relationship("u0", "u4000") }
+        var engine: Engine?
+        let open = clock.measure { engine = try? Engine.open(directory: directory, configuration: testConfiguration) }
+        print("PERF open with full replay of \(records.count - 10_000) events: \(open)")
+        let replay = try clock.measure { _ = try engine?.replayDigest() }
+        print("PERF replayDigest: \(replay)")
+        try engine?.writeSnapshot()
+        try engine?.close()
+        do {
+            let log = try EventLog.open(directory: directory, configuration: testConfiguration)
+            let tail = records.suffix(10_000).map {
+                ProposedRecord(id: $0.id, stream: $0.stream, type: $0.type, actor: $0.actor, time: $0.time, payload: $0.payload)
+            }
+            _ = try log.appendAndWait(Array(tail))
+            try log.close()
+        }
+        let reopen = clock.measure { engine = try? Engine.open(directory: directory, configuration: testConfiguration) }
+        print("PERF open with snapshot + 10k tail: \(reopen) \(String(describing: engine?.openReport))")
+        try engine?.close()
     }
 }
