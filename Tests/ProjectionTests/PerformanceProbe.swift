@@ -90,7 +90,7 @@ struct PerformanceProbe {
         let auditOnly = clock.measure {
             var audit = AuditProjection()
             for record in records {
-                audit.record(position: record.position.rawValue, time: record.time, actor: record.actor, type: record.type, stream: record.stream.rawValue)
+                audit.record(position: record.position.rawValue, time: record.time, actor: record.actor, type: record.type)
             }
         }
         print("PERF audit only: \(auditOnly)")

@@ -17,8 +17,8 @@ struct RoomRecord: Equatable {
     /// The activity whose room this is, or -1.
     var activity: Int32 = -1
     var members: [Member] = []
-    /// Message indexes in position order.
-    var messages: [Int32] = []
+    /// The newest message (each message links to the one before it in its room), or -1.
+    var lastMessage: Int32 = -1
     var liveMessageCount: Int32 = 0
 
     func memberIndex(_ user: Int32) -> Int? { members.firstIndex { $0.user == user } }
@@ -37,6 +37,9 @@ struct MessageRecord: Equatable {
     var position: UInt64
     var isEdited = false
     var isDeleted = false
+    /// The message before this one in the same room, or -1. A linked list instead of a per-room array:
+    /// the fold then touches one room record per message instead of a room record and an array buffer.
+    var previous: Int32 = -1
 }
 
 /// Rooms, membership with read markers and unread counts, messages, and each user's set of rooms.
@@ -101,7 +104,8 @@ struct ChatProjection {
                 room: room, sender: sender, kind: event.kind, body: event.body, media: mediaIndex,
                 replyTo: event.replyTo?.rawValue, time: time, position: position))
         let r = Int(room)
-        rooms[r].messages.append(message)
+        messages[Int(message)].previous = rooms[r].lastMessage
+        rooms[r].lastMessage = message
         rooms[r].liveMessageCount += 1
         for index in rooms[r].members.indices {
             if rooms[r].members[index].user == sender {
@@ -143,13 +147,12 @@ struct ChatProjection {
 
     func countUnread(room: Int32, user: Int32, after marker: UInt64) -> Int32 {
         var n: Int32 = 0
-        let list = rooms[Int(room)].messages
-        var i = list.count - 1
+        var i = rooms[Int(room)].lastMessage
         while i >= 0 {
-            let m = messages[Int(list[i])]
+            let m = messages[Int(i)]
             if m.position <= marker { break }
             if m.sender != user && !m.isDeleted { n += 1 }
-            i -= 1
+            i = m.previous
         }
         return n
     }
@@ -157,7 +160,7 @@ struct ChatProjection {
     /// The position a room sorts by in a user's room list: its newest message, else its creation.
     func recency(of room: Int32) -> UInt64 {
         let record = rooms[Int(room)]
-        if let last = record.messages.last { return messages[Int(last)].position }
+        if record.lastMessage >= 0 { return messages[Int(record.lastMessage)].position }
         return record.createdPosition
     }
 
@@ -238,8 +241,9 @@ struct ChatProjection {
             messages.append(
                 MessageRecord(
                     room: room, sender: sender, kind: kind, body: body, media: mediaIndex, replyTo: replyTo, time: time,
-                    position: position, isEdited: flags & 1 != 0, isDeleted: flags & 2 != 0))
-            rooms[Int(room)].messages.append(Int32(index))
+                    position: position, isEdited: flags & 1 != 0, isDeleted: flags & 2 != 0,
+                    previous: rooms[Int(room)].lastMessage))
+            rooms[Int(room)].lastMessage = Int32(index)
         }
     }
 }

@@ -46,7 +46,7 @@ extension Engine {
                 for (index, event) in events.enumerated() {
                     let position = result.positions[index].rawValue
                     current.audit.record(
-                        position: position, time: stamp, actor: actor, type: event.typeName, stream: event.stream)
+                        position: position, time: stamp, actor: actor, type: event.typeName)
                     current.position = position
                     current.apply(event, position: position, time: stamp)
                 }
@@ -248,8 +248,9 @@ extension Engine {
         var target = upTo
         if target == nil {
             target = state.withLock { s in
-                s.rooms.index(of: room.rawValue).flatMap { s.chat.rooms[Int($0)].messages.last }
-                    .map { MessageID(s.messageIDs[$0]) }
+                guard let index = s.rooms.index(of: room.rawValue) else { return nil }
+                let last = s.chat.rooms[Int(index)].lastMessage
+                return last >= 0 ? MessageID(s.messageIDs[last]) : nil
             }
         }
         guard let target else {

@@ -93,7 +93,7 @@ extension Engine {
                 let time = envelope.time ?? now
                 let payload = event.encodedPayload()
                 let position = scratch.position + 1
-                scratch.audit.record(position: position, time: time, actor: actor, type: event.typeName, stream: event.stream)
+                scratch.audit.record(position: position, time: time, actor: actor, type: event.typeName)
                 scratch.position = position
                 scratch.apply(event, position: position, time: time)
                 plan.proposals.append(

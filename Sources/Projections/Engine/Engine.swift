@@ -69,13 +69,12 @@ public final class Engine: Sendable {
     /// Folds every record after `state.position` up to the log's head.
     static func fold(log: EventLog, into state: inout ProjectionState) throws(ValidationError) {
         guard log.head.rawValue > state.position else { return }
-        var folded = state
+        // Folded in place: on a read error the state is consistent at the last record folded.
         do {
-            try log.forEach(from: Position(state.position + 1)) { record in folded.fold(record) }
+            try log.forEach(from: Position(state.position + 1)) { record in state.fold(record) }
         } catch {
-            throw ValidationError(.storage, "reading the log failed: \(error)")
+            throw ValidationError(.storage, "reading the log after position \(state.position) failed: \(error)")
         }
-        state = folded
     }
 
     /// Rebuilds every projection from position 1 and swaps the result in; returns the number of records folded.

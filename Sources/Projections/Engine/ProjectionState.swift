@@ -49,7 +49,7 @@ struct ProjectionState {
     }
 
     mutating func fold(type: String, payload: [UInt8], position: UInt64, time: Int64, actor: String, stream: String) {
-        let code = audit.record(position: position, time: time, actor: actor, type: type, stream: stream)
+        let code = audit.record(position: position, time: time, actor: actor, type: type)
         self.position = position
         // A record this build cannot decode stays in the audit index and changes nothing else.
         guard code >= 0, let event = try? DomainEvent.decode(code: code, payload: payload) else { return }
