@@ -117,6 +117,19 @@ struct PerformanceProbe {
             }
             try log.close()
         }
+        do {
+            let log = try EventLog.open(directory: directory, configuration: testConfiguration)
+            for round in 0..<4 {
+                for (threshold, decodeAhead) in [(UInt64.max, false), (0, false), (0, true)] {
+                    let elapsed = try clock.measure {
+                        var state = ProjectionState()
+                        try Engine.fold(log: log, into: &state, pipelineThreshold: threshold, decodeAhead: decodeAhead)
+                    }
+                    print("PERF round \(round) replay from the log, threshold \(threshold) decodeAhead \(decodeAhead): \(elapsed)")
+                }
+            }
+            try log.close()
+        }
         var engine: Engine?
         let open = clock.measure { engine = try? Engine.open(directory: directory, configuration: testConfiguration) }
         print("PERF open with full replay of \(records.count - 10_000) events: \(open)")

@@ -68,12 +68,12 @@ public final class Engine: Sendable {
 
     /// Folds every record after `state.position` up to the log's head.
     /// Long stretches (over `pipelineThreshold` records) are read and decoded on a second thread.
-    static func fold(log: EventLog, into state: inout ProjectionState, pipelineThreshold: UInt64 = 20_000)
-        throws(ValidationError)
-    {
+    static func fold(
+        log: EventLog, into state: inout ProjectionState, pipelineThreshold: UInt64 = 20_000, decodeAhead: Bool = false
+    ) throws(ValidationError) {
         guard log.head.rawValue > state.position else { return }
         if log.head.rawValue - state.position > pipelineThreshold {
-            try ReplayPipeline.fold(log: log, from: Position(state.position + 1), into: &state)
+            try ReplayPipeline.fold(log: log, from: Position(state.position + 1), into: &state, decodeAhead: decodeAhead)
             return
         }
         // Folded in place: on a read error the state is consistent at the last record folded.

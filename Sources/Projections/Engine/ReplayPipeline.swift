@@ -18,15 +18,23 @@ final class ReplayPipeline: @unchecked Sendable {
     private var failure: String?
     private let available = DispatchSemaphore(value: 0)
     private let space = DispatchSemaphore(value: 8)
+    private var decodeAhead = true
 
     /// Folds every record from `from` to the log's head into `state`.
-    static func fold(log: EventLog, from: Position, into state: inout ProjectionState) throws(ValidationError) {
+    static func fold(log: EventLog, from: Position, into state: inout ProjectionState, decodeAhead: Bool)
+        throws(ValidationError)
+    {
         let pipeline = ReplayPipeline()
+        pipeline.decodeAhead = decodeAhead
         let thread = Thread { pipeline.produce(log: log, from: from) }
         thread.stackSize = 1 << 20
         thread.start()
         while let chunk = pipeline.next() {
-            for index in chunk.records.indices { state.fold(chunk.records[index], decoded: chunk.events[index]) }
+            if chunk.events.isEmpty {
+                for record in chunk.records { state.fold(record) }
+            } else {
+                for index in chunk.records.indices { state.fold(chunk.records[index], decoded: chunk.events[index]) }
+            }
         }
         if let failure = pipeline.takeFailure() {
             throw ValidationError(.storage, "reading the log after position \(state.position) failed: \(failure)")
@@ -46,7 +54,9 @@ final class ReplayPipeline: @unchecked Sendable {
                     lastCode = DomainEvent.typeNames.firstIndex(of: record.type) ?? -1
                 }
                 chunk.records.append(record)
-                chunk.events.append(lastCode >= 0 ? try? DomainEvent.decode(code: lastCode, payload: record.payload) : nil)
+                if decodeAhead {
+                    chunk.events.append(lastCode >= 0 ? try? DomainEvent.decode(code: lastCode, payload: record.payload) : nil)
+                }
                 if chunk.records.count == Self.chunkSize {
                     push(chunk)
                     chunk = Chunk()
