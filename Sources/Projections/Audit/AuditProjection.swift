@@ -1,49 +1,50 @@
-/// The audit index: who did what, when, to which stream — posting lists per actor, type and stream, and
-/// each position's time, so audit queries never scan the log.
+/// The audit index: who did what and when — posting lists per actor and per type, and each position's
+/// actor, type and time, so audit queries never scan the log. Streams are served by the log's own stream
+/// index (`EventLog.readStream`), so the fold does not intern every stream name a second time.
 ///
 /// Folds: every record, whatever its type.
 struct AuditProjection {
     var actors = Interner()
     var types = Interner()
-    var streams = Interner()
+    /// Per interned type: its index in ``DomainEvent/typeNames``, or -1 for a type this build does not know.
+    var typeCodes: [Int] = []
     /// Per position (index = position - 1).
     var actorOf: [Int32] = []
     var typeOf: [Int32] = []
-    var streamOf: [Int32] = []
     var timeOf: [Int64] = []
     /// Posting lists (derived from the per-position arrays on snapshot load).
     var byActor: [[UInt64]] = []
     var byType: [[UInt64]] = []
-    var byStream: [[UInt64]] = []
 
     init() {}
 
     var count: Int { timeOf.count }
 
-    mutating func record(position: UInt64, time: Int64, actor: String, type: String, stream: String) {
+    /// Indexes one record; returns the type's code (see `typeCodes`).
+    @discardableResult
+    mutating func record(position: UInt64, time: Int64, actor: String, type: String) -> Int {
         precondition(position == UInt64(timeOf.count) + 1, "the audit index folds dense positions")
         let a = actors.intern(actor)
         if a.isNew { byActor.append([]) }
         let t = types.intern(type)
-        if t.isNew { byType.append([]) }
-        let s = streams.intern(stream)
-        if s.isNew { byStream.append([]) }
+        if t.isNew {
+            byType.append([])
+            typeCodes.append(DomainEvent.typeNames.firstIndex(of: type) ?? -1)
+        }
         actorOf.append(a.index)
         typeOf.append(t.index)
-        streamOf.append(s.index)
         timeOf.append(time)
         byActor[Int(a.index)].append(position)
         byType[Int(t.index)].append(position)
-        byStream[Int(s.index)].append(position)
+        return typeCodes[Int(t.index)]
     }
 
     /// Positions matching every given filter, ascending, at most `limit`.
     func positions(
-        actor: String?, type: String?, stream: String?, since: Int64?, until: Int64?, after: UInt64, limit: Int
+        actor: String?, type: String?, since: Int64?, until: Int64?, after: UInt64, limit: Int
     ) -> [UInt64] {
         var actorIndex: Int32?
         var typeIndex: Int32?
-        var streamIndex: Int32?
         var lists: [[UInt64]] = []
         if let actor {
             guard let index = actors.index(of: actor) else { return [] }
@@ -55,16 +56,10 @@ struct AuditProjection {
             typeIndex = index
             lists.append(byType[Int(index)])
         }
-        if let stream {
-            guard let index = streams.index(of: stream) else { return [] }
-            streamIndex = index
-            lists.append(byStream[Int(index)])
-        }
         func matches(_ position: UInt64) -> Bool {
             let i = Int(position - 1)
             if let actorIndex, actorOf[i] != actorIndex { return false }
             if let typeIndex, typeOf[i] != typeIndex { return false }
-            if let streamIndex, streamOf[i] != streamIndex { return false }
             if let since, timeOf[i] < since { return false }
             if let until, timeOf[i] > until { return false }
             return true
@@ -101,13 +96,11 @@ struct AuditProjection {
     func write(to writer: inout ByteWriter) {
         actors.write(to: &writer)
         types.write(to: &writer)
-        streams.write(to: &writer)
         writer.count(timeOf.count)
         var previousTime: Int64 = 0
         for i in timeOf.indices {
             writer.signed(Int64(actorOf[i]))
             writer.signed(Int64(typeOf[i]))
-            writer.signed(Int64(streamOf[i]))
             writer.signed(timeOf[i] &- previousTime)
             previousTime = timeOf[i]
         }
@@ -116,32 +109,27 @@ struct AuditProjection {
     init(reading reader: inout ByteReader) throws(ByteReaderError) {
         actors = try Interner(reading: &reader)
         types = try Interner(reading: &reader)
-        streams = try Interner(reading: &reader)
         byActor = Array(repeating: [], count: actors.count)
         byType = Array(repeating: [], count: types.count)
-        byStream = Array(repeating: [], count: streams.count)
+        typeCodes = types.names.map { DomainEvent.typeNames.firstIndex(of: $0) ?? -1 }
         let n = try reader.count()
         actorOf.reserveCapacity(n)
         typeOf.reserveCapacity(n)
-        streamOf.reserveCapacity(n)
         timeOf.reserveCapacity(n)
         var previousTime: Int64 = 0
         for i in 0..<n {
             let a = try reader.int32()
             let t = try reader.int32()
-            let s = try reader.int32()
             previousTime = previousTime &+ (try reader.signed())
-            guard a >= 0, Int(a) < actors.count, t >= 0, Int(t) < types.count, s >= 0, Int(s) < streams.count else {
+            guard a >= 0, Int(a) < actors.count, t >= 0, Int(t) < types.count else {
                 throw ByteReaderError(description: "bad audit entry at position \(i + 1)")
             }
             actorOf.append(a)
             typeOf.append(t)
-            streamOf.append(s)
             timeOf.append(previousTime)
             let position = UInt64(i + 1)
             byActor[Int(a)].append(position)
             byType[Int(t)].append(position)
-            byStream[Int(s)].append(position)
         }
     }
 }

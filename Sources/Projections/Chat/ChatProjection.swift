@@ -17,8 +17,8 @@ struct RoomRecord: Equatable {
     /// The activity whose room this is, or -1.
     var activity: Int32 = -1
     var members: [Member] = []
-    /// Message indexes in position order.
-    var messages: [Int32] = []
+    /// The newest message (each message links to the one before it in its room), or -1.
+    var lastMessage: Int32 = -1
     var liveMessageCount: Int32 = 0
 
     func memberIndex(_ user: Int32) -> Int? { members.firstIndex { $0.user == user } }
@@ -30,12 +30,16 @@ struct MessageRecord: Equatable {
     var sender: Int32
     var kind: MessageKind
     var body: String?
-    var media: Media?
+    /// Index into ``ChatProjection/media``, or -1: media sit in a side table to keep this record small.
+    var media: Int32 = -1
     var replyTo: String?
     var time: Int64
     var position: UInt64
     var isEdited = false
     var isDeleted = false
+    /// The message before this one in the same room, or -1. A linked list instead of a per-room array:
+    /// the fold then touches one room record per message instead of a room record and an array buffer.
+    var previous: Int32 = -1
 }
 
 /// Rooms, membership with read markers and unread counts, messages, and each user's set of rooms.
@@ -46,6 +50,8 @@ struct MessageRecord: Equatable {
 struct ChatProjection {
     var rooms: [RoomRecord] = []
     var messages: [MessageRecord] = []
+    /// Media of image and video messages (deleted ones keep their slot, unreferenced).
+    var media: [Media] = []
     /// The rooms each user is a member of now (derived from room members).
     var userRooms: [Set<Int32>] = []
     /// Direct room per unordered pair of users (derived).
@@ -88,12 +94,18 @@ struct ChatProjection {
 
     mutating func sent(_ event: MessageSent, message: Int32, room: Int32, sender: Int32, position: UInt64, time: Int64) {
         precondition(Int(message) == messages.count, "messages are added in interning order")
+        var mediaIndex: Int32 = -1
+        if let attached = event.media {
+            mediaIndex = Int32(media.count)
+            media.append(attached)
+        }
         messages.append(
             MessageRecord(
-                room: room, sender: sender, kind: event.kind, body: event.body, media: event.media,
+                room: room, sender: sender, kind: event.kind, body: event.body, media: mediaIndex,
                 replyTo: event.replyTo?.rawValue, time: time, position: position))
         let r = Int(room)
-        rooms[r].messages.append(message)
+        messages[Int(message)].previous = rooms[r].lastMessage
+        rooms[r].lastMessage = message
         rooms[r].liveMessageCount += 1
         for index in rooms[r].members.indices {
             if rooms[r].members[index].user == sender {
@@ -115,7 +127,7 @@ struct ChatProjection {
         guard !m.isDeleted else { return }
         messages[Int(message)].isDeleted = true
         messages[Int(message)].body = nil
-        messages[Int(message)].media = nil
+        messages[Int(message)].media = -1
         let r = Int(m.room)
         rooms[r].liveMessageCount -= 1
         for index in rooms[r].members.indices
@@ -135,13 +147,12 @@ struct ChatProjection {
 
     func countUnread(room: Int32, user: Int32, after marker: UInt64) -> Int32 {
         var n: Int32 = 0
-        let list = rooms[Int(room)].messages
-        var i = list.count - 1
+        var i = rooms[Int(room)].lastMessage
         while i >= 0 {
-            let m = messages[Int(list[i])]
+            let m = messages[Int(i)]
             if m.position <= marker { break }
             if m.sender != user && !m.isDeleted { n += 1 }
-            i -= 1
+            i = m.previous
         }
         return n
     }
@@ -149,7 +160,7 @@ struct ChatProjection {
     /// The position a room sorts by in a user's room list: its newest message, else its creation.
     func recency(of room: Int32) -> UInt64 {
         let record = rooms[Int(room)]
-        if let last = record.messages.last { return messages[Int(last)].position }
+        if record.lastMessage >= 0 { return messages[Int(record.lastMessage)].position }
         return record.createdPosition
     }
 
@@ -178,8 +189,8 @@ struct ChatProjection {
             writer.signed(Int64(message.sender))
             writer.rawEnum(message.kind)
             writer.optionalString(message.body)
-            writer.bool(message.media != nil)
-            message.media?.write(to: &writer)
+            writer.bool(message.media >= 0)
+            if message.media >= 0 { media[Int(message.media)].write(to: &writer) }
             writer.optionalString(message.replyTo)
             writer.signed(message.time)
             writer.varint(message.position)
@@ -217,7 +228,11 @@ struct ChatProjection {
             let sender = try reader.int32()
             let kind = try reader.rawEnum(MessageKind.self)
             let body = try reader.optionalString()
-            let media = try reader.bool() ? try Media(reading: &reader) : nil
+            var mediaIndex: Int32 = -1
+            if try reader.bool() {
+                mediaIndex = Int32(media.count)
+                media.append(try Media(reading: &reader))
+            }
             let replyTo = try reader.optionalString()
             let time = try reader.signed()
             let position = try reader.varint()
@@ -225,9 +240,10 @@ struct ChatProjection {
             guard room >= 0, Int(room) < roomCount else { throw ByteReaderError(description: "bad room index \(room)") }
             messages.append(
                 MessageRecord(
-                    room: room, sender: sender, kind: kind, body: body, media: media, replyTo: replyTo, time: time,
-                    position: position, isEdited: flags & 1 != 0, isDeleted: flags & 2 != 0))
-            rooms[Int(room)].messages.append(Int32(index))
+                    room: room, sender: sender, kind: kind, body: body, media: mediaIndex, replyTo: replyTo, time: time,
+                    position: position, isEdited: flags & 1 != 0, isDeleted: flags & 2 != 0,
+                    previous: rooms[Int(room)].lastMessage))
+            rooms[Int(room)].lastMessage = Int32(index)
         }
     }
 }

@@ -14,7 +14,8 @@ extension ProjectionState {
     }
 
     func lastMessage(of room: Int32) -> LastMessage? {
-        guard let last = chat.rooms[Int(room)].messages.last else { return nil }
+        let last = chat.rooms[Int(room)].lastMessage
+        guard last >= 0 else { return nil }
         let m = chat.messages[Int(last)]
         let preview: String
         if m.isDeleted {
@@ -54,38 +55,33 @@ extension ProjectionState {
             messageCount: Int(record.liveMessageCount), lastMessage: lastMessage(of: room))
     }
 
-    /// The newest `limit` messages before `cursor` (a position), oldest first.
+    /// The newest `limit` messages before `cursor` (the id of the oldest message of the newer page), oldest first.
     func messagePage(_ id: RoomID, before cursor: String?, limit: Int) throws(ValidationError) -> MessagePage {
         guard let room = rooms.index(of: id.rawValue) else {
             throw ValidationError(.roomNotFound, "room \(id) does not exist")
         }
-        let list = chat.rooms[Int(room)].messages
-        var end = list.count
+        var next = chat.rooms[Int(room)].lastMessage
         if let cursor {
-            guard let bound = UInt64(cursor) else {
-                throw ValidationError(.undecodable, "cursor '\(cursor)' is not one a message page returned")
+            guard let bound = messageIDs.index(of: cursor), chat.messages[Int(bound)].room == room else {
+                throw ValidationError(.undecodable, "cursor '\(cursor)' is not a message of room \(id)")
             }
-            var low = 0
-            var high = list.count
-            while low < high {
-                let mid = (low + high) / 2
-                if chat.messages[Int(list[mid])].position < bound { low = mid + 1 } else { high = mid }
-            }
-            end = low
+            next = chat.messages[Int(bound)].previous
         }
-        let start = max(0, end - max(0, limit))
         var views: [MessageView] = []
-        views.reserveCapacity(end - start)
-        for index in start..<end {
-            let message = list[index]
-            let m = chat.messages[Int(message)]
+        views.reserveCapacity(max(0, min(limit, 256)))
+        var oldest: Int32 = -1
+        while next >= 0, views.count < limit {
+            let m = chat.messages[Int(next)]
             views.append(
                 MessageView(
-                    id: MessageID(messageIDs[message]), sender: UserID(users[m.sender]), kind: m.kind,
-                    body: m.isDeleted ? nil : m.body, media: m.isDeleted ? nil : m.media, time: m.time, edited: m.isEdited,
-                    deleted: m.isDeleted))
+                    id: MessageID(messageIDs[next]), sender: UserID(users[m.sender]), kind: m.kind,
+                    body: m.isDeleted ? nil : m.body, media: m.isDeleted || m.media < 0 ? nil : chat.media[Int(m.media)],
+                    time: m.time, edited: m.isEdited, deleted: m.isDeleted))
+            oldest = next
+            next = m.previous
         }
-        let before = start > 0 ? String(chat.messages[Int(list[start])].position) : nil
+        views.reverse()
+        let before = next >= 0 && oldest >= 0 ? messageIDs[oldest] : nil
         return MessagePage(messages: views, before: before)
     }
 }

@@ -46,7 +46,7 @@ extension Engine {
                 for (index, event) in events.enumerated() {
                     let position = result.positions[index].rawValue
                     current.audit.record(
-                        position: position, time: stamp, actor: actor, type: event.typeName, stream: event.stream)
+                        position: position, time: stamp, actor: actor, type: event.typeName)
                     current.position = position
                     current.apply(event, position: position, time: stamp)
                 }
@@ -211,14 +211,19 @@ extension Engine {
         let roomID = room ?? RoomID(newID("d") { $0.rooms.index(of: $1) != nil })
         let create = RoomCreated(room: roomID, kind: .direct, by: sender, members: [sender, recipient])
         let sent = MessageSent(room: roomID, message: id, sender: sender, kind: kind, body: body, media: media)
-        let positions = try execute(
-            [.roomCreated(create), .messageSent(sent)], actor: sender.rawValue, time: time
-        ) { (s: borrowing ProjectionState) throws(ValidationError) in
-            try s.validate(.roomCreated(create), actor: sender.rawValue)
-            // The sender is a member of the room the first event makes; the message rules remain.
-            try s.checkNewMessage(sent)
+        do {
+            let positions = try execute(
+                [.roomCreated(create), .messageSent(sent)], actor: sender.rawValue, time: time
+            ) { (s: borrowing ProjectionState) throws(ValidationError) in
+                try s.validate(.roomCreated(create), actor: sender.rawValue)
+                // The sender is a member of the room the first event makes; the message rules remain.
+                try s.checkNewMessage(sent)
+            }
+            return SentMessage(room: roomID, message: id, position: positions[1], createdRoom: true)
+        } catch where error.code == .directRoomExists && room == nil {
+            // Another first message between the two won the race: post into the room it made.
+            return try sendMessage(from: sender, to: recipient, kind: kind, body: body, media: media, message: id, time: time)
         }
-        return SentMessage(room: roomID, message: id, position: positions[1], createdRoom: true)
     }
 
     /// The sender changes a message's body.
@@ -248,8 +253,9 @@ extension Engine {
         var target = upTo
         if target == nil {
             target = state.withLock { s in
-                s.rooms.index(of: room.rawValue).flatMap { s.chat.rooms[Int($0)].messages.last }
-                    .map { MessageID(s.messageIDs[$0]) }
+                guard let index = s.rooms.index(of: room.rawValue) else { return nil }
+                let last = s.chat.rooms[Int(index)].lastMessage
+                return last >= 0 ? MessageID(s.messageIDs[last]) : nil
             }
         }
         guard let target else {

@@ -129,7 +129,7 @@ extension Engine {
                 try scratch.validate(event, actor: actor)
                 let time = envelope.time ?? now
                 let position = scratch.position + 1
-                scratch.audit.record(position: position, time: time, actor: actor, type: event.typeName, stream: event.stream)
+                scratch.audit.record(position: position, time: time, actor: actor, type: event.typeName)
                 scratch.position = position
                 scratch.apply(event, position: position, time: time)
                 plan.proposals.append(

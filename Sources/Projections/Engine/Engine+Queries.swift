@@ -73,17 +73,34 @@ extension Engine {
     /// Matching events in position order, from the audit index (no log scan), with the events as JSON.
     /// - Throws: ``ValidationError/Code/storage`` when the records cannot be read.
     public func audit(_ filter: AuditQuery) throws(ValidationError) -> [AuditEntry] {
-        let positions = query { s in
-            s.audit.positions(
-                actor: filter.actor, type: filter.type, stream: filter.stream, since: filter.since, until: filter.until,
-                after: filter.after.rawValue, limit: filter.limit)
-        }
-        guard !positions.isEmpty else { return [] }
         let records: [Record]
-        do throws(EventLogError) {
-            records = try log.records(at: positions.map { Position($0) })
-        } catch {
-            throw ValidationError(.storage, "reading audit records failed: \(error.message)")
+        if let stream = filter.stream {
+            // The log indexes streams; the other filters apply to that stream's records.
+            let candidates: [Record]
+            do throws(EventLogError) {
+                candidates = try log.readStream(StreamName(stream), from: StreamVersion(1), limit: .max)
+            } catch {
+                throw ValidationError(.storage, "reading stream \(stream) failed: \(error.message)")
+            }
+            records = Array(
+                candidates.lazy.filter { record in
+                    record.position > filter.after && (filter.actor == nil || record.actor == filter.actor)
+                        && (filter.type == nil || record.type == filter.type)
+                        && (filter.since == nil || record.time >= filter.since!)
+                        && (filter.until == nil || record.time <= filter.until!)
+                }.prefix(filter.limit))
+        } else {
+            let positions = query { s in
+                s.audit.positions(
+                    actor: filter.actor, type: filter.type, since: filter.since, until: filter.until,
+                    after: filter.after.rawValue, limit: filter.limit)
+            }
+            guard !positions.isEmpty else { return [] }
+            do throws(EventLogError) {
+                records = try log.records(at: positions.map { Position($0) })
+            } catch {
+                throw ValidationError(.storage, "reading audit records failed: \(error.message)")
+            }
         }
         return records.map { record in
             AuditEntry(

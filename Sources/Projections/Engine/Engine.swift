@@ -67,15 +67,21 @@ public final class Engine: Sendable {
     }
 
     /// Folds every record after `state.position` up to the log's head.
-    static func fold(log: EventLog, into state: inout ProjectionState) throws(ValidationError) {
+    /// Long stretches (over `pipelineThreshold` records) are read and decoded on a second thread.
+    static func fold(
+        log: EventLog, into state: inout ProjectionState, pipelineThreshold: UInt64 = 20_000, decodeAhead: Bool = false
+    ) throws(ValidationError) {
         guard log.head.rawValue > state.position else { return }
-        var folded = state
-        do {
-            try log.forEach(from: Position(state.position + 1)) { record in folded.fold(record) }
-        } catch {
-            throw ValidationError(.storage, "reading the log failed: \(error)")
+        if log.head.rawValue - state.position > pipelineThreshold {
+            try ReplayPipeline.fold(log: log, from: Position(state.position + 1), into: &state, decodeAhead: decodeAhead)
+            return
         }
-        state = folded
+        // Folded in place: on a read error the state is consistent at the last record folded.
+        do {
+            try log.forEach(from: Position(state.position + 1)) { record in state.fold(record) }
+        } catch {
+            throw ValidationError(.storage, "reading the log after position \(state.position) failed: \(error)")
+        }
     }
 
     /// Rebuilds every projection from position 1 and swaps the result in; returns the number of records folded.

@@ -49,11 +49,18 @@ struct ProjectionState {
     }
 
     mutating func fold(type: String, payload: [UInt8], position: UInt64, time: Int64, actor: String, stream: String) {
-        audit.record(position: position, time: time, actor: actor, type: type, stream: stream)
+        let code = audit.record(position: position, time: time, actor: actor, type: type)
         self.position = position
         // A record this build cannot decode stays in the audit index and changes nothing else.
-        guard let event = try? DomainEvent.decode(type: type, payload: payload) else { return }
+        guard code >= 0, let event = try? DomainEvent.decode(code: code, payload: payload) else { return }
         apply(event, position: position, time: time)
+    }
+
+    /// Folds a record whose payload was decoded already (nil: undecodable, audit index only).
+    mutating func fold(_ record: Record, decoded event: DomainEvent?) {
+        audit.record(position: record.position.rawValue, time: record.time, actor: record.actor, type: record.type)
+        position = record.position.rawValue
+        if let event { apply(event, position: position, time: record.time) }
     }
 
     /// Folds an already-decoded event into the domain projections (not the audit index).

@@ -112,8 +112,9 @@ enum Snapshots {
         guard fd >= 0 else { throw ValidationError(.storage, "cannot create \(temporary): \(errnoText())") }
         var offset = 0
         while offset < bytes.count {
-            let written = bytes.withUnsafeBytes { raw in
-                Glibc.write(fd, raw.baseAddress! + offset, bytes.count - offset)
+            let written = bytes.withUnsafeBytes { raw -> Int in
+                guard let base = raw.baseAddress else { return 0 }
+                return Glibc.write(fd, base + offset, bytes.count - offset)
             }
             if written < 0 {
                 if errno == EINTR { continue }

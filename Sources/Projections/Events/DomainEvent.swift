@@ -154,6 +154,37 @@ public enum DomainEvent: Sendable, Hashable {
         return decoded
     }
 
+    /// Decodes a payload whose type is `typeNames[code]` (the fold's path: no string comparisons).
+    static func decode(code: Int, payload: [UInt8]) throws(ByteReaderError) -> DomainEvent {
+        switch code {
+        case 0: return .userRegistered(try UserRegistered.decode(payload))
+        case 1: return .profileUpdated(try ProfileUpdated.decode(payload))
+        case 2: return .friendRequested(try FriendRequested.decode(payload))
+        case 3: return .friendRequestAccepted(try FriendRequestAccepted.decode(payload))
+        case 4: return .friendRequestDeclined(try FriendRequestDeclined.decode(payload))
+        case 5: return .friendRequestCancelled(try FriendRequestCancelled.decode(payload))
+        case 6: return .unfriended(try Unfriended.decode(payload))
+        case 7: return .userBlocked(try UserBlocked.decode(payload))
+        case 8: return .userUnblocked(try UserUnblocked.decode(payload))
+        case 9: return .roomCreated(try RoomCreated.decode(payload))
+        case 10: return .memberJoined(try MemberJoined.decode(payload))
+        case 11: return .memberLeft(try MemberLeft.decode(payload))
+        case 12: return .messageSent(try MessageSent.decode(payload))
+        case 13: return .messageEdited(try MessageEdited.decode(payload))
+        case 14: return .messageDeleted(try MessageDeleted.decode(payload))
+        case 15: return .messagesRead(try MessagesRead.decode(payload))
+        case 16: return .activityHosted(try ActivityHosted.decode(payload))
+        case 17: return .activityUpdated(try ActivityUpdated.decode(payload))
+        case 18: return .activityCancelled(try ActivityCancelled.decode(payload))
+        case 19: return .guestsInvited(try GuestsInvited.decode(payload))
+        case 20: return .invitationRevoked(try InvitationRevoked.decode(payload))
+        case 21: return .rsvpGiven(try RSVPGiven.decode(payload))
+        case 22: return .feelingDefined(try FeelingDefined.decode(payload))
+        case 23: return .gratitudeTagged(try GratitudeTagged.decode(payload))
+        default: throw ByteReaderError(description: "unknown event type code \(code)")
+        }
+    }
+
     /// The stream the event belongs to (§3): `user:<acting user>`, `room:<id>`, `activity:<id>` or `feelings`.
     public var stream: String {
         switch self {

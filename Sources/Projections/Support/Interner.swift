@@ -1,27 +1,75 @@
 /// Maps string ids to dense `Int32` indexes in first-seen order, so projections keep their state in arrays.
+///
+/// An open-addressing table of indexes keyed by a 64-bit FNV-1a hash of the UTF-8 bytes: cheaper than a
+/// `[String: Int32]` on the fold's hot path (no SipHash, no second copy of each key).
 struct Interner {
     private(set) var names: [String] = []
-    private var indexes: [String: Int32] = [:]
+    private var hashes: [UInt64] = []
+    /// Index into `names`, or -1 for an empty slot; the count is a power of two, at most half full.
+    private var slots: [Int32] = Array(repeating: -1, count: 16)
 
     init() {}
 
     init(names: [String]) {
         self.names = names
-        indexes.reserveCapacity(names.count)
-        for (index, name) in names.enumerated() { indexes[name] = Int32(index) }
+        hashes = names.map(Self.hash)
+        var capacity = 16
+        while capacity < names.count * 2 { capacity <<= 1 }
+        slots = Array(repeating: -1, count: capacity)
+        for index in names.indices { insertSlot(Int32(index), hash: hashes[index]) }
     }
 
     var count: Int { names.count }
 
-    func index(of name: String) -> Int32? { indexes[name] }
+    static func hash(_ name: String) -> UInt64 {
+        var h: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in name.utf8 { h = (h ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        // Spread the low bits, which pick the slot.
+        h ^= h >> 29
+        h = h &* 0xbf58_476d_1ce4_e5b9
+        return h ^ (h >> 32)
+    }
+
+    func index(of name: String) -> Int32? {
+        let h = Self.hash(name)
+        let mask = slots.count - 1
+        var i = Int(truncatingIfNeeded: h) & mask
+        while true {
+            let slot = slots[i]
+            if slot < 0 { return nil }
+            if hashes[Int(slot)] == h && names[Int(slot)] == name { return slot }
+            i = (i + 1) & mask
+        }
+    }
 
     /// The index of `name`, adding it when new; `isNew` tells which.
     mutating func intern(_ name: String) -> (index: Int32, isNew: Bool) {
-        if let index = indexes[name] { return (index, false) }
+        let h = Self.hash(name)
+        let mask = slots.count - 1
+        var i = Int(truncatingIfNeeded: h) & mask
+        while true {
+            let slot = slots[i]
+            if slot < 0 { break }
+            if hashes[Int(slot)] == h && names[Int(slot)] == name { return (slot, false) }
+            i = (i + 1) & mask
+        }
         let index = Int32(names.count)
         names.append(name)
-        indexes[name] = index
+        hashes.append(h)
+        if names.count * 2 > slots.count {
+            slots = Array(repeating: -1, count: slots.count * 2)
+            for existing in 0..<names.count { insertSlot(Int32(existing), hash: hashes[existing]) }
+        } else {
+            slots[i] = index
+        }
         return (index, true)
+    }
+
+    private mutating func insertSlot(_ index: Int32, hash: UInt64) {
+        let mask = slots.count - 1
+        var i = Int(truncatingIfNeeded: hash) & mask
+        while slots[i] >= 0 { i = (i + 1) & mask }
+        slots[i] = index
     }
 
     subscript(index: Int32) -> String { names[Int(index)] }
