@@ -19,6 +19,11 @@ let package = Package(
             pkgConfig: "liblz4",
             providers: [.apt(["liblz4-dev"])]
         ),
+        .systemLibrary(
+            name: "CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]
+        ),
         .target(name: "CCRC32C"),
         .target(
             name: "EventLog",
@@ -34,11 +39,14 @@ let package = Package(
             dependencies: [
                 "Projections",
                 "EventLog",
+                "CLZ4",
+                "CSQLite",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .testTarget(name: "EventLogTests", dependencies: ["EventLog"]),
         .testTarget(name: "ProjectionTests", dependencies: ["Projections", "EventLog"]),
+        .testTarget(name: "EngineCLITests", dependencies: ["Projections", "EventLog"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,17 +1,121 @@
 import ArgumentParser
 import EventLog
 import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// A hidden helper for the crash tests: appends records in `.synced` mode forever and prints each
 /// acknowledged position on stdout, so a test can SIGKILL it at any moment and check what survived.
+///
+/// Every record is derived from its id (see ``CrashRecord``), so the test can check a survivor's bytes from
+/// the `position id` line alone. Producer 0 appends 600 records of 200 B per call (more than one batch: a
+/// multi-batch group); the others append 1–8 records of 0 B – 8 KiB, so group commit mixes them.
 struct CrashWriterCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "crash-writer", abstract: "Test helper: append until killed.", shouldDisplay: false)
     @OptionGroup var global: GlobalOptions
-    @Option(help: "Seed for payload sizes.") var seed: UInt64 = 1
+    @Option(help: "Seed: the high half of every event id, and the producers' choice of append sizes.")
+    var seed: UInt64 = 1
     @Option(help: "Segment size in bytes.") var segmentSize: Int = 128 << 20
+    @Option(help: "Concurrent producers.") var producers: Int = 4
 
     func run() async throws {
-        // Filled in by the EventLog crash test.
+        let log = try EventLog.open(
+            directory: global.directory, configuration: .init(segmentSize: segmentSize, durability: .synced))
+        let printer = AcknowledgementPrinter()
+        let seed = self.seed
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for producer in 0..<max(1, producers) {
+                group.addTask {
+                    try await Self.produce(log: log, producer: UInt64(producer), seed: seed, printer: printer)
+                }
+            }
+            try await group.waitForAll()
+        }
+    }
+
+    /// Appends until killed; prints `position id` for every record once its append call returned.
+    private static func produce(log: EventLog, producer: UInt64, seed: UInt64, printer: AcknowledgementPrinter)
+        async throws
+    {
+        var random = CrashRecord.SplitMix64(seed: seed ^ (producer &+ 1) &* 0x9E37_79B9_7F4A_7C15)
+        var sequence: UInt64 = 0
+        while true {
+            let count = producer == 0 ? 600 : Int(random.next() % 8) + 1
+            var records: [ProposedRecord] = []
+            records.reserveCapacity(count)
+            for _ in 0..<count {
+                records.append(CrashRecord.proposed(id: EventID(high: seed, low: producer << 48 | sequence)))
+                sequence += 1
+            }
+            let result = try await log.append(records)
+            var text = ""
+            for (position, record) in zip(result.positions, records) {
+                text += "\(position.rawValue) \(record.id)\n"
+            }
+            printer.print(text)
+        }
+    }
+}
+
+/// Writes acknowledgement lines to stdout unbuffered, one call's lines at a time, so a SIGKILL loses at
+/// most the line being written.
+private final class AcknowledgementPrinter: Sendable {
+    private let lock = Mutex(())
+
+    func print(_ text: String) {
+        lock.withLock { _ in
+            let bytes = Array(text.utf8)
+            var done = 0
+            while done < bytes.count {
+                let n = bytes.withUnsafeBytes { raw in Glibc.write(1, raw.baseAddress! + done, raw.count - done) }
+                if n < 0 && errno == EINTR { continue }
+                // The reading test is gone: there is nobody left to acknowledge to.
+                if n <= 0 { exit(1) }
+                done += n
+            }
+        }
+    }
+}
+
+/// How the crash writer derives a record from its id. `Tests/EventLogTests/CrashTests.swift` holds the same
+/// derivation to check survivors; change both together.
+enum CrashRecord {
+    struct SplitMix64 {
+        var state: UInt64
+        init(seed: UInt64) { state = seed }
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+    }
+
+    static func proposed(id: EventID) -> ProposedRecord {
+        var random = SplitMix64(seed: id.high &* 0xD6E8_FEB8_6659_FD93 ^ id.low)
+        let producer = id.low >> 48
+        let first = random.next()
+        let length: Int
+        if producer == 0 {
+            length = 200
+        } else if first % 16 == 0 {
+            length = 1000 + Int((first >> 8) % 7000)
+        } else {
+            length = Int((first >> 8) % 300)
+        }
+        var payload: [UInt8] = []
+        payload.reserveCapacity(length + 8)
+        while payload.count < length {
+            withUnsafeBytes(of: random.next()) { payload.append(contentsOf: $0) }
+        }
+        payload.removeLast(payload.count - length)
+        return ProposedRecord(
+            id: id, stream: StreamName("crash:\((first >> 24) % 50)"), type: producer == 0 ? "Bulk" : "Small",
+            actor: "p\(producer)", payload: payload)
     }
 }

@@ -8,10 +8,21 @@ struct Parley: AsyncParsableCommand {
         commandName: "parley",
         abstract: "An event-sourced messaging engine: append, replay, query, audit and benchmark.",
         subcommands: [
+            DemoCommand.self,
+            SimulateCommand.self,
             StatsCommand.self,
             VerifyCommand.self,
             RepairCommand.self,
+            ExportCommand.self,
+            ImportCommand.self,
+            AppendCommand.self,
+            QueryCommand.self,
+            AuditCommand.self,
+            ReplayCommand.self,
+            SnapshotCommand.self,
+            TailCommand.self,
             CrashWriterCommand.self,
+            BenchCommand.self,
         ]
     )
 }

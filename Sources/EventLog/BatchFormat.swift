@@ -222,41 +222,94 @@ enum BatchDecoder {
     static func records(header: BatchHeader, block: [UInt8]) -> [Record]? {
         var result: [Record] = []
         result.reserveCapacity(Int(header.count))
-        let ok = forEach(header: header, block: block) { result.append($0) }
-        return ok ? result : nil
+        let outcome = decode(header: header, block: block) { record in
+            result.append(record)
+            return true
+        }
+        return outcome == .complete ? result : nil
     }
 
     /// Calls `body` for each record of the block in order; false when the block does not decode.
     static func forEach(header: BatchHeader, block: [UInt8], _ body: (Record) -> Void) -> Bool {
-        do {
-            var reader = BinaryReader(block)
-            let nameCount = try reader.readCount(limit: block.count)
+        decode(header: header, block: block) { record in
+            body(record)
+            return true
+        } == .complete
+    }
+
+    enum Outcome: Equatable {
+        /// Every record decoded and the block ended exactly after the last.
+        case complete
+        /// `body` asked to stop.
+        case stopped
+        /// The block does not decode.
+        case malformed
+    }
+
+    /// Walks the block's records without allocating for the ones it skips: records whose index is not
+    /// `wanted` are parsed past; the others are built and handed to `body`, which returns false to stop.
+    /// This loop is the read path's hot spot (a full scan runs it for every record), hence the raw pointers.
+    static func decode(
+        header: BatchHeader, block: [UInt8], wanted: (Int) -> Bool = { _ in true }, _ body: (Record) -> Bool
+    ) -> Outcome {
+        block.withUnsafeBytes { raw -> Outcome in
+            var cursor = Cursor(raw: raw)
+            guard let nameCount = cursor.varint(), nameCount <= UInt64(raw.count) else { return .malformed }
             var names: [String] = []
-            names.reserveCapacity(nameCount)
-            for _ in 0..<nameCount { names.append(try reader.readString()) }
-            func name() throws -> String {
-                guard !names.isEmpty else { throw BinaryReader.Truncated(offset: reader.offset, what: "name") }
-                let index = try reader.readCount(limit: names.count - 1)
-                return names[index]
+            names.reserveCapacity(Int(nameCount))
+            for _ in 0..<nameCount {
+                guard let length = cursor.varint(), let bytes = cursor.take(length) else { return .malformed }
+                // Names were valid UTF-8 when written and the CRC has passed: decode without the (generic,
+                // slow) validating initializer; a damaged byte would only become U+FFFD.
+                names.append(String(decoding: bytes, as: UTF8.self))
             }
+            let nameLimit = UInt64(names.count)
             for index in 0..<Int(header.count) {
-                let high = UInt64(bigEndian: try reader.readUInt64())
-                let low = UInt64(bigEndian: try reader.readUInt64())
-                let time = header.minTime &+ Int64(bitPattern: try reader.readVarint())
-                let stream = try name()
-                let version = try reader.readVarint()
-                let type = try name()
-                let actor = try name()
-                let payload = try reader.readLengthPrefixed()
-                body(
-                    Record(
-                        position: Position(header.firstPosition + UInt64(index)), id: EventID(high: high, low: low),
-                        time: time, stream: StreamName(stream), streamVersion: StreamVersion(version), type: type,
-                        actor: actor, payload: payload))
+                guard let idBytes = cursor.take(16), let delta = cursor.varint(), let stream = cursor.varint(),
+                    stream < nameLimit, let version = cursor.varint(), let type = cursor.varint(), type < nameLimit,
+                    let actor = cursor.varint(), actor < nameLimit, let length = cursor.varint(),
+                    let payload = cursor.take(length)
+                else { return .malformed }
+                guard wanted(index) else { continue }
+                let record = Record(
+                    position: Position(header.firstPosition + UInt64(index)),
+                    id: EventID(
+                        high: UInt64(bigEndian: idBytes.loadUnaligned(as: UInt64.self)),
+                        low: UInt64(bigEndian: idBytes.loadUnaligned(fromByteOffset: 8, as: UInt64.self))),
+                    time: header.minTime &+ Int64(bitPattern: delta), stream: StreamName(names[Int(stream)]),
+                    streamVersion: StreamVersion(version), type: names[Int(type)], actor: names[Int(actor)],
+                    payload: Array(payload))
+                if !body(record) { return .stopped }
             }
-            return reader.isAtEnd
-        } catch {
-            return false
+            return cursor.isAtEnd ? .complete : .malformed
+        }
+    }
+
+    /// Bounds-checked reads over a block; nil on any overrun or malformed varint.
+    struct Cursor {
+        let raw: UnsafeRawBufferPointer
+        var offset = 0
+
+        var isAtEnd: Bool { offset == raw.count }
+
+        @inline(__always) mutating func varint() -> UInt64? {
+            var result: UInt64 = 0
+            var shift: UInt64 = 0
+            while offset < raw.count, shift < 64 {
+                let byte = raw[offset]
+                offset += 1
+                result |= UInt64(byte & 0x7F) << shift
+                if byte < 0x80 { return result }
+                shift += 7
+            }
+            return nil
+        }
+
+        @inline(__always) mutating func take(_ count: UInt64) -> UnsafeRawBufferPointer? {
+            guard count <= UInt64(raw.count - offset) else { return nil }
+            let slice = UnsafeRawBufferPointer(rebasing: raw[offset..<(offset + Int(count))])
+            offset += Int(count)
+            return slice
         }
     }
 }

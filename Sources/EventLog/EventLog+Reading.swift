@@ -1,25 +1,22 @@
 import Synchronization
 
-/// A few recently decoded batches, for random reads (a stream, a lookup) that hit the same batch.
+/// Recently read batches, decompressed and checked, for random reads (a stream, a lookup, an audit) that
+/// come back to the same batch. Holds blocks, not decoded records: decoding the few records wanted is cheap.
 struct BatchCache: Sendable {
-    private var entries: [UInt64: [Record]] = [:]
+    private var entries: [UInt64: (header: BatchHeader, block: [UInt8])] = [:]
     private var order: [UInt64] = []
-    let capacity = 64
+    /// 512 blocks of at most ~64 KiB: up to 32 MiB.
+    let capacity = 512
 
-    func peek(_ firstPosition: UInt64) -> [Record]? { entries[firstPosition] }
+    func peek(_ firstPosition: UInt64) -> (header: BatchHeader, block: [UInt8])? { entries[firstPosition] }
 
-    mutating func insert(_ records: [Record], for firstPosition: UInt64) {
-        guard entries[firstPosition] == nil else { return }
+    mutating func insert(_ header: BatchHeader, _ block: [UInt8]) {
+        guard entries[header.firstPosition] == nil else { return }
         if order.count >= capacity {
             entries[order.removeFirst()] = nil
         }
-        entries[firstPosition] = records
-        order.append(firstPosition)
-    }
-
-    mutating func removeAll() {
-        entries.removeAll()
-        order.removeAll()
+        entries[header.firstPosition] = (header, block)
+        order.append(header.firstPosition)
     }
 }
 
@@ -27,6 +24,7 @@ extension EventLog {
     /// Reads committed records with positions at or after `from`, in order, at most `limit` of them.
     /// - Throws: `.corruptBatch` naming the segment and offset when a batch on the way fails its checks.
     public func read(from: Position, limit: Int = .max) throws(EventLogError) -> [Record] {
+        guard limit > 0 else { return [] }
         var result: [Record] = []
         try scan(from: from, useCache: limit < 4096) { record in
             result.append(record)
@@ -63,11 +61,19 @@ extension EventLog {
                 let location = index.batches[number]
                 return (location, index.segments[Int(location.segment)].file, index.committed)
             }) else { return }
-            let records = try loadBatch(location, file: file, useCache: useCache)
-            for record in records where record.position.rawValue >= start {
-                guard record.position.rawValue <= committed else { return }
-                guard body(record) else { return }
+            let (header, block) = try loadBlock(location, file: file, useCache: useCache)
+            let skip = start > header.firstPosition ? Int(start - header.firstPosition) : 0
+            let last = committed >= header.lastPosition ? Int(header.count) - 1 : Int(committed) - Int(header.firstPosition)
+            var stopped = false
+            let outcome = BatchDecoder.decode(header: header, block: block, wanted: { $0 >= skip && $0 <= last }) {
+                guard body($0) else {
+                    stopped = true
+                    return false
+                }
+                return true
             }
+            if outcome == .malformed { throw corrupt(location, file: file, problem: .decodeFailed) }
+            if stopped || last < Int(header.count) - 1 { return }
             batchNumber = number + 1
         }
     }
@@ -75,25 +81,35 @@ extension EventLog {
     /// The committed records at `positions`, in the order given; positions not (yet) in the log are skipped.
     /// - Throws: `.corruptBatch` for a damaged batch.
     public func records(at positions: [Position]) throws(EventLogError) -> [Record] {
-        var result: [Record] = []
-        result.reserveCapacity(positions.count)
-        var current: (location: BatchLocation, records: [Record])?
-        for position in positions {
-            let raw = position.rawValue
-            if let current, raw >= current.location.firstPosition, raw <= current.location.lastPosition {
-                result.append(current.records[Int(raw - current.location.firstPosition)])
-                continue
-            }
-            guard let (location, file) = state.withLock({ index -> (BatchLocation, FileDescriptor)? in
-                guard raw >= 1, raw <= index.committed, let number = index.batchIndex(holding: raw) else { return nil }
+        // Group the wanted positions by batch, so that each batch is read and walked once.
+        var slotsByBatch: [Int: [Int: [Int]]] = [:]
+        var batchOrder: [Int] = []
+        var locations: [Int: (BatchLocation, FileDescriptor)] = [:]
+        state.withLock { index in
+            for (slot, position) in positions.enumerated() {
+                let raw = position.rawValue
+                guard raw >= 1, raw <= index.committed, let number = index.batchIndex(holding: raw) else { continue }
                 let location = index.batches[number]
-                return (location, index.segments[Int(location.segment)].file)
-            }) else { continue }
-            let records = try loadBatch(location, file: file, useCache: true)
-            current = (location, records)
-            result.append(records[Int(raw - location.firstPosition)])
+                if slotsByBatch[number] == nil {
+                    batchOrder.append(number)
+                    locations[number] = (location, index.segments[Int(location.segment)].file)
+                }
+                slotsByBatch[number, default: [:]][Int(raw - location.firstPosition), default: []].append(slot)
+            }
         }
-        return result
+        var found = [Record?](repeating: nil, count: positions.count)
+        for number in batchOrder {
+            guard let (location, file) = locations[number], let wanted = slotsByBatch[number] else { continue }
+            let (header, block) = try loadBlock(location, file: file, useCache: true)
+            var remaining = wanted.count
+            let outcome = BatchDecoder.decode(header: header, block: block, wanted: { wanted[$0] != nil }) { record in
+                for slot in wanted[Int(record.position.rawValue - header.firstPosition)] ?? [] { found[slot] = record }
+                remaining -= 1
+                return remaining > 0
+            }
+            if outcome == .malformed { throw corrupt(location, file: file, problem: .decodeFailed) }
+        }
+        return found.compactMap { $0 }
     }
 
     /// The record at `position`, or nil when the log has none there.
@@ -146,28 +162,32 @@ extension EventLog {
         }
     }
 
-    /// Reads, checks and decodes one batch.
-    func loadBatch(_ location: BatchLocation, file: FileDescriptor, useCache: Bool) throws(EventLogError) -> [Record] {
+    /// Reads one batch, checks its header and CRC, and decompresses its block.
+    func loadBlock(_ location: BatchLocation, file: FileDescriptor, useCache: Bool) throws(EventLogError)
+        -> (BatchHeader, [UInt8])
+    {
         if useCache, let cached = cache.withLock({ $0.peek(location.firstPosition) }) { return cached }
         let bytes = try file.read(at: Int(location.offset), count: Int(location.totalLength))
-        let name = String(file.path.split(separator: "/").last ?? "")
-        let decoded: Result<[Record], BatchProblem> = bytes.withUnsafeBytes { raw in
+        let decoded: Result<(BatchHeader, [UInt8]), BatchProblem> = bytes.withUnsafeBytes { raw in
             guard let header = BatchHeader.parse(raw, at: 0), header.firstPosition == location.firstPosition,
                 header.count == location.count
             else { return .failure(.badHeader) }
-            return BatchDecoder.block(header: header, batch: raw).flatMap { block in
-                BatchDecoder.records(header: header, block: block).map { .success($0) } ?? .failure(.decodeFailed)
-            }
+            return BatchDecoder.block(header: header, batch: raw).map { (header, $0) }
         }
         switch decoded {
-        case .success(let records):
-            if useCache { cache.withLock { $0.insert(records, for: location.firstPosition) } }
-            return records
+        case .success(let (header, block)):
+            if useCache { cache.withLock { $0.insert(header, block) } }
+            return (header, block)
         case .failure(let problem):
-            throw EventLogError(
-                .corruptBatch,
-                "segment \(name) is corrupt at byte offset \(location.offset) (positions \(location.firstPosition)–"
-                    + "\(location.lastPosition)): \(problem.rawValue). Run `parley verify` for details.")
+            throw corrupt(location, file: file, problem: problem)
         }
+    }
+
+    private func corrupt(_ location: BatchLocation, file: FileDescriptor, problem: BatchProblem) -> EventLogError {
+        let name = String(file.path.split(separator: "/").last ?? "")
+        return EventLogError(
+            .corruptBatch,
+            "segment \(name) is corrupt at byte offset \(location.offset) (positions \(location.firstPosition)–"
+                + "\(location.lastPosition)): \(problem.rawValue). Run `parley verify` for details.")
     }
 }

@@ -143,7 +143,8 @@ extension EventLog {
         configuration: Configuration, report: inout OpenReport
     ) throws(EventLogError) {
         let name = segmentNames[number]
-        let later = try recoverableRecords(directory: directory, segmentNames: segmentNames, number: number, offset: offset)
+        let later = try recoverableRecords(
+            directory: directory, segmentNames: segmentNames, number: number, offset: offset, position: position)
         guard configuration.truncateAtCorruption else {
             throw EventLogError(
                 .corruptBatch,
@@ -165,24 +166,30 @@ extension EventLog {
                 + "position \(position) on, and \(segmentNames.count - number - 1) later segment files")
     }
 
-    /// Counts the records in batches with a good CRC at or after `offset`: what a truncation would drop.
+    /// The records a truncation at `offset` would drop: from `position` (the first one there) up to the last
+    /// position that a batch with a good CRC, or a footer, at or after `offset` vouches for. The damaged batch's
+    /// own records count too, though its header cannot be trusted to say how many.
     private static func recoverableRecords(
-        directory: String, segmentNames: [String], number: Int, offset: Int
+        directory: String, segmentNames: [String], number: Int, offset: Int, position: UInt64
     ) throws(EventLogError) -> UInt64 {
-        var total: UInt64 = 0
+        let before = max(position, 1) - 1
+        var last = before
         for (k, name) in segmentNames.enumerated() where k >= number {
             guard let bytes = try FileSystem.read(directory + "/" + name) else { continue }
             let scanner = SegmentScanner(name: name, bytes: bytes)
             var cursor = k == number ? offset : BatchFormat.segmentHeaderSize
-            while cursor + BatchFormat.headerSize <= bytes.count {
+            while cursor + BatchFormat.footerSize <= bytes.count {
                 if case .success(let (header, _)) = scanner.checkBatch(at: cursor) {
-                    total += UInt64(header.count)
+                    last = max(last, header.lastPosition)
                     cursor += header.totalLength
+                } else if let footer = scanner.parseFooter(at: cursor) {
+                    last = max(last, footer.lastPosition)
+                    cursor += BatchFormat.footerSize
                 } else {
                     cursor += 1
                 }
             }
         }
-        return total
+        return last - before
     }
 }

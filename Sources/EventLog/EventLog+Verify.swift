@@ -59,6 +59,8 @@ extension EventLog {
         var digest = BatchFormat.zeroDigest
         var batches = 0
         var records: UInt64 = 0
+        // After a damaged batch nothing ties the next good batch or footer to the chain: adopt its stored values.
+        var resynchronised = false
         for (number, segment) in segments.enumerated() {
             let name = String(segment.path.split(separator: "/").last ?? "")
             guard let all = try FileSystem.read(segment.path) else { continue }
@@ -69,15 +71,21 @@ extension EventLog {
                 continue
             }
             if first != expected {
-                problems.append(
-                    VerificationProblem(segment: name, offset: 0, position: expected, kind: "positionGap"))
+                if !resynchronised {
+                    problems.append(
+                        VerificationProblem(segment: name, offset: 0, position: expected, kind: "positionGap"))
+                }
                 expected = first
             }
             var offset = BatchFormat.segmentHeaderSize
             var sealed = false
             while offset < bytes.count {
                 if let footer = scanner.parseFooter(at: offset) {
-                    if footer.lastPosition != expected - 1 || footer.digest != digest {
+                    if resynchronised {
+                        resynchronised = false
+                        expected = footer.lastPosition + 1
+                        digest = footer.digest
+                    } else if footer.lastPosition != expected - 1 || footer.digest != digest {
                         problems.append(
                             VerificationProblem(segment: name, offset: offset, position: expected, kind: "footerMismatch"))
                     }
@@ -97,17 +105,9 @@ extension EventLog {
                     // Resynchronise on the next batch that checks out, so every later problem is reported too.
                     var next = offset + 1
                     var resumed = false
-                    while next + BatchFormat.headerSize <= bytes.count {
-                        if case .success(let (header, _)) = scanner.checkBatch(at: next) {
+                    while next + BatchFormat.footerSize <= bytes.count {
+                        if case .success = scanner.checkBatch(at: next) {
                             offset = next
-                            expected = header.firstPosition
-                            digest = header.digest
-                            let chained = bytes.withUnsafeBytes { raw in
-                                BatchHeader.chain(
-                                    previous: BatchFormat.zeroDigest,
-                                    batch: UnsafeRawBufferPointer(rebasing: raw[next..<(next + header.totalLength)]))
-                            }
-                            _ = chained
                             resumed = true
                             break
                         }
@@ -119,22 +119,23 @@ extension EventLog {
                         next += 1
                     }
                     if !resumed { offset = bytes.count }
-                    // The chain cannot be checked across a damaged batch: adopt the stored value after it.
-                    if resumed, case .success(let (header, _)) = scanner.checkBatch(at: offset) {
-                        digest = chainBefore(header: header, bytes: bytes, offset: offset, fallback: digest)
-                    }
+                    resynchronised = true
                     continue
                 case .success(let (header, block)):
                     if header.firstPosition > committed { offset = bytes.count; continue }
-                    if header.firstPosition != expected {
+                    if header.firstPosition != expected && !resynchronised {
                         problems.append(
                             VerificationProblem(segment: name, offset: offset, position: expected, kind: "positionGap"))
                     }
-                    let chained = bytes.withUnsafeBytes { raw in
-                        BatchHeader.chain(
-                            previous: digest,
-                            batch: UnsafeRawBufferPointer(rebasing: raw[offset..<(offset + header.totalLength)]))
-                    }
+                    let chained =
+                        resynchronised
+                        ? header.digest
+                        : bytes.withUnsafeBytes { raw in
+                            BatchHeader.chain(
+                                previous: digest,
+                                batch: UnsafeRawBufferPointer(rebasing: raw[offset..<(offset + header.totalLength)]))
+                        }
+                    resynchronised = false
                     if chained != header.digest {
                         problems.append(
                             VerificationProblem(
@@ -161,11 +162,5 @@ extension EventLog {
         return VerificationReport(
             records: records, batches: batches, segments: segments.count, headDigest: digest.hexString,
             problems: problems)
-    }
-
-    /// After skipping a damaged batch, the chain resumes from the value stored in the batch before `offset`:
-    /// we cannot know it, so we take the one that makes this batch check out if the stored digest allows.
-    private static func chainBefore(header: BatchHeader, bytes: [UInt8], offset: Int, fallback: [UInt8]) -> [UInt8] {
-        fallback
     }
 }

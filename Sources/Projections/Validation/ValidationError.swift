@@ -109,6 +109,9 @@ public struct ValidationError: Error, Sendable, Hashable, CustomStringConvertibl
         public static let unknownEventType = Code("unknownEventType")
         /// A payload or JSON line that does not decode.
         public static let undecodable = Code("undecodable")
+        /// An event id already used (in the log or earlier in the batch) by an event with another type,
+        /// stream or payload; an identical repeat is a silent duplicate instead.
+        public static let conflictingID = Code("conflictingID")
         /// The stream given for an event is not the one §3 assigns to it.
         public static let wrongStream = Code("wrongStream")
         /// The log failed underneath (see `cause`).

@@ -1,0 +1,83 @@
+import ArgumentParser
+import EventLog
+import Foundation
+import Projections
+
+extension GlobalOptions {
+    /// Opens the engine on an existing log (loading the newest snapshot and folding the tail).
+    /// - Throws: ``CLIError`` naming the directory, or the segment and offset of a damaged batch.
+    func openExistingEngine() throws -> Engine {
+        try requireLog()
+        return try openEngine(createIfMissing: false)
+    }
+
+    /// Opens the engine, creating an empty log when `createIfMissing` and there is none.
+    func openEngine(createIfMissing: Bool) throws -> Engine {
+        do {
+            return try Engine.open(directory: directory, configuration: .init(createIfMissing: createIfMissing))
+        } catch {
+            throw CLIError(opening: error, directory: directory)
+        }
+    }
+}
+
+extension CLIError {
+    /// A rule broken by a command or an event: the rule's code, then what the library said (it names the ids).
+    init(_ error: Projections.ValidationError, doing action: String? = nil) {
+        if error.code == .storage {
+            self.init(error.message)
+        } else {
+            self.init((action.map { "\($0): " } ?? "") + "\(error.code): \(error.message)")
+        }
+    }
+
+    /// An engine that would not open: say which directory and what to do.
+    init(opening error: Projections.ValidationError, directory: String) {
+        var text = error.message
+        if text.contains("corrupt") || text.contains("damaged") {
+            text += " The log is damaged: `parley verify` shows every problem; `parley repair --truncate-at-corruption` "
+                + "cuts the log there."
+        } else if text.contains("locked") || text.contains("another") {
+            text += " Stop the other `parley` using \(directory), or pass another --data DIR."
+        }
+        self.init(text)
+    }
+}
+
+extension Output {
+    /// Parses an ISO 8601 UTC time given to `option`.
+    /// - Throws: ``CLIError`` with an example of the expected form.
+    static func time(_ text: String, option: String) throws -> Int64 {
+        guard let time = Timestamp.parse(text) else {
+            throw CLIError("\(option) '\(text)' is not an ISO 8601 UTC time: write it like 2026-11-20T09:30:00.000Z")
+        }
+        return time
+    }
+
+    /// Prints `lines` and flushes at once, so a reader on a pipe sees them now, not when the buffer fills.
+    static func write(lines: [String], to handle: FileHandle = .standardOutput) {
+        guard !lines.isEmpty else { return }
+        handle.write(Data((lines.joined(separator: "\n") + "\n").utf8))
+    }
+
+    /// A time for a table: ISO 8601 UTC with milliseconds.
+    static func time(_ milliseconds: Int64?) -> String { milliseconds.map(Timestamp.format) ?? "–" }
+
+    /// Text for a table cell: one line, cut to `width` characters.
+    static func cell(_ text: String?, width: Int = 60) -> String {
+        guard let text else { return "–" }
+        let flat = text.replacingOccurrences(of: "\n", with: " ")
+        return flat.count > width ? String(flat.prefix(width - 1)) + "…" : flat
+    }
+}
+
+/// `--limit` for queries that return a list.
+struct LimitOption: ParsableArguments {
+    @Option(help: "Return at most this many rows (a positive number).") var limit: Int?
+
+    func validate() throws {
+        if let limit, limit <= 0 { throw ArgumentParser.ValidationError("--limit must be a positive number, not \(limit)") }
+    }
+
+    func apply<T>(_ rows: [T]) -> [T] { limit.map { Array(rows.prefix($0)) } ?? rows }
+}

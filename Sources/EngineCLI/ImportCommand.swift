@@ -1,0 +1,240 @@
+import ArgumentParser
+import EventLog
+import Foundation
+import Projections
+
+struct ImportCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "import",
+        abstract: "Append events from a JSON Lines file or a Firebase / Firestore JSON export.",
+        discussion: """
+            By default the whole file is checked first and nothing is appended when any line or record is \
+            invalid; the error lists the first 20 problems with their line numbers or JSON paths. With \
+            --skip-invalid the valid events are appended and the invalid ones reported. Events keep their ids \
+            (or ids derived from the export's keys), so importing the same file again appends nothing new. \
+            After a Firebase import the export's denormalised copies (ChatRooms, UsersChatRooms, user-messages) \
+            are compared with the engine's own answers and disagreements are printed as warnings; they are \
+            never imported as truth. Creates the data directory when it does not exist.
+            """)
+    @OptionGroup var global: GlobalOptions
+    @Argument(help: "The file to import.") var file: String
+    @Option(help: "jsonl, firebase-rtdb or firestore-json (default: guessed from the file).") var format: String?
+    @Flag(help: "Append the valid events and report the invalid ones instead of rejecting the whole file.")
+    var skipInvalid = false
+    @Flag(help: "Print the summary as JSON.") var json = false
+
+    /// How many problems an error lists before it says how many more there are.
+    static let listedProblems = 20
+    /// Events per append call: a progress step, and one group commit.
+    static let chunkSize = 10_000
+
+    func run() throws {
+        let requested = try requestedFormat()
+        let data = try readFile()
+        let format = requested ?? ImportFormat.guess(data)
+        let plan = ImportPlan.read(data, format: format)
+        try rejectUnreadableFile(plan, data: data, guessed: requested == nil, format: format)
+
+        let engine = try global.openEngine(createIfMissing: true)
+        defer { try? engine.close() }
+        let envelopes = plan.items.map(\.envelope)
+        var invalid = plan.problems
+        if !skipInvalid {
+            invalid += try located(engine.validate(envelopes), in: plan)
+            guard invalid.isEmpty else { throw CLIError(rejecting: invalid, file: file) }
+        }
+        var appended = 0
+        var duplicates = 0
+        let progress = ProgressBar("import", total: envelopes.count)
+        for start in stride(from: 0, to: envelopes.count, by: Self.chunkSize) {
+            let chunk = Array(envelopes[start..<min(start + Self.chunkSize, envelopes.count)])
+            let result: ApplyResult
+            do {
+                result = try engine.apply(chunk, skipInvalid: true)
+            } catch {
+                throw CLIError(error.problems.first.map { $0.message } ?? "appending failed")
+            }
+            appended += result.appended.count
+            duplicates += result.duplicates
+            invalid += try located(result.skipped.map { problem in
+                var shifted = problem
+                shifted.index = problem.index.map { $0 + start }
+                return shifted
+            }, in: plan)
+            progress.update(start + chunk.count)
+        }
+        progress.finish()
+        invalid.sort(by: ImportProblem.inFileOrder)
+
+        let warnings = Self.disagreements(plan, engine: engine)
+        let summary = Summary(
+            file: file, format: format.rawValue, appended: appended, duplicates: duplicates, invalid: invalid.count,
+            head: engine.log.head.rawValue, problems: invalid.map(Summary.Problem.init), warnings: warnings,
+            notes: plan.notes)
+        if json {
+            try Output.json(summary)
+        } else {
+            summary.printTable()
+        }
+    }
+
+    private func requestedFormat() throws -> ImportFormat? {
+        guard let format else { return nil }
+        guard let known = ImportFormat(rawValue: format) else {
+            let names = ImportFormat.allCases.map(\.rawValue).joined(separator: ", ")
+            throw CLIError("unknown --format '\(format)': use one of \(names), or leave it out to guess from the file")
+        }
+        return known
+    }
+
+    private func readFile() throws -> Data {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: file, isDirectory: &isDirectory) else {
+            throw CLIError("no such file: \(file) (check the path)")
+        }
+        guard !isDirectory.boolValue else { throw CLIError("\(file) is a directory: pass the file to import") }
+        guard let data = FileManager.default.contents(atPath: file) else {
+            throw CLIError("cannot read \(file): check its permissions")
+        }
+        return data
+    }
+
+    /// Problems that concern the whole file (empty, not JSON, an unknown shape) stop the import in any mode.
+    private func rejectUnreadableFile(_ plan: ImportPlan, data: Data, guessed: Bool, format: ImportFormat) throws {
+        if let problem = plan.problems.first(where: { $0.code == "emptyFile" }) {
+            throw CLIError("\(file): \(problem.message)")
+        }
+        if let problem = plan.problems.first(where: { $0.line == nil && ($0.path == nil || $0.path == "/") }) {
+            throw CLIError("\(file) cannot be read as \(format.rawValue): \(problem.message)")
+        }
+        if guessed, format == .jsonl, plan.items.isEmpty, !Self.holdsJSON(data) {
+            throw CLIError(
+                "\(file) is not JSON: parley imports JSON Lines events (one object per line, as `parley export` "
+                    + "writes them) or a Firebase / Firestore JSON export")
+        }
+    }
+
+    /// Whether the file, or any line of it, parses as JSON.
+    private static func holdsJSON(_ data: Data) -> Bool {
+        if (try? JSONSerialization.jsonObject(with: data)) != nil { return true }
+        return data.split(separator: 0x0A).contains { (try? JSONSerialization.jsonObject(with: Data($0))) != nil }
+    }
+
+    /// Engine problems (indexed by event) as import problems (with the line or path the event came from).
+    private func located(_ problems: [Projections.ValidationError], in plan: ImportPlan) throws -> [ImportProblem] {
+        try problems.map { problem in
+            guard let index = problem.index, index < plan.items.count else {
+                throw CLIError(problem.message)  // A storage failure, not a bad event.
+            }
+            let item = plan.items[index]
+            return ImportProblem(line: item.line, path: item.path, code: problem.code.name, message: problem.message)
+        }
+    }
+
+    /// The export's denormalised copies compared with the engine's own answers.
+    static func disagreements(_ plan: ImportPlan, engine: Engine) -> [String] {
+        var warnings: [String] = []
+        for (room, body) in plan.expectedLastMessages.sorted(by: { $0.key < $1.key }) {
+            let expected = body.count > 80 ? String(body.prefix(80)) : body
+            guard let last = engine.room(room)?.lastMessage else {
+                warnings.append("room \(room): the export says its last message is '\(expected)', but it has no messages")
+                continue
+            }
+            if last.preview != expected {
+                warnings.append(
+                    "room \(room): the export says its last message is '\(expected)', but the messages end with "
+                        + "'\(last.preview)' (\(last.id)); the messages are kept")
+            }
+        }
+        for (user, expected) in plan.expectedRoomsByUser.sorted(by: { $0.key < $1.key }) {
+            let actual = Set(engine.rooms(user).map(\.room))
+            let missing = expected.subtracting(actual).sorted()
+            let extra = actual.subtracting(expected).sorted()
+            if !missing.isEmpty {
+                warnings.append(
+                    "user \(user): the export lists room(s) \(missing.map(\.rawValue).joined(separator: ", ")) "
+                        + "that the messages do not make them a member of")
+            }
+            if !extra.isEmpty {
+                warnings.append(
+                    "user \(user): the export does not list room(s) \(extra.map(\.rawValue).joined(separator: ", ")) "
+                        + "that their messages make them a member of")
+            }
+        }
+        return warnings
+    }
+
+    /// What an import did (`import --json`).
+    struct Summary: Encodable {
+        struct Problem: Encodable {
+            var location: String
+            var line: Int?
+            var path: String?
+            var code: String
+            var message: String
+            init(_ problem: ImportProblem) {
+                location = problem.location
+                line = problem.line
+                path = problem.path
+                code = problem.code
+                message = problem.message
+            }
+        }
+        var file: String
+        var format: String
+        var appended: Int
+        var duplicates: Int
+        var invalid: Int
+        var head: UInt64
+        var problems: [Problem]
+        var warnings: [String]
+        var notes: [String]
+
+        func printTable() {
+            print("imported \(file) (\(format))")
+            print("events appended     \(appended)")
+            print("duplicates skipped  \(duplicates)")
+            print("invalid skipped     \(invalid)")
+            print("warnings            \(warnings.count)")
+            print("log head            \(head)")
+            for note in notes { Output.error("note: \(note)") }
+            for problem in problems.prefix(ImportCommand.listedProblems) {
+                Output.error("skipped \(problem.location): \(problem.code): \(problem.message)")
+            }
+            if problems.count > ImportCommand.listedProblems {
+                Output.error("… and \(problems.count - ImportCommand.listedProblems) more skipped")
+            }
+            for warning in warnings { Output.error("warning: \(warning)") }
+        }
+    }
+}
+
+extension ImportProblem {
+    /// Lines in order, then paths in order, then the rest.
+    static func inFileOrder(_ a: ImportProblem, _ b: ImportProblem) -> Bool {
+        switch (a.line, b.line) {
+        case let (x?, y?): return x < y
+        case (.some, nil): return true
+        case (nil, .some): return false
+        case (nil, nil): return (a.path ?? "") < (b.path ?? "")
+        }
+    }
+}
+
+extension CLIError {
+    /// A file rejected as a whole: the first problems with where they are, and how many there are.
+    init(rejecting problems: [ImportProblem], file: String) {
+        let sorted = problems.sorted(by: ImportProblem.inFileOrder)
+        var lines = [
+            "\(file): \(sorted.count) invalid event(s) or record(s); nothing was imported."
+        ]
+        for problem in sorted.prefix(ImportCommand.listedProblems) {
+            lines.append("  \(problem.location): \(problem.code): \(problem.message)")
+        }
+        if sorted.count > ImportCommand.listedProblems {
+            lines.append("  … and \(sorted.count - ImportCommand.listedProblems) more (\(sorted.count) in total)")
+        }
+        lines.append("Fix them, or pass --skip-invalid to import the valid events and skip these.")
+        self.init(lines.joined(separator: "\n"))
+    }
+}

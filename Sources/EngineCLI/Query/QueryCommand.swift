@@ -1,0 +1,59 @@
+import ArgumentParser
+import Foundation
+import Projections
+
+struct QueryCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "query",
+        abstract: "Ask the projections: rooms, messages, friends, activities, feeds, gratitude, profiles.",
+        discussion: "Each query prints a readable table, or JSON with --json. An unknown user, room or activity "
+            + "is an error (exit status 1), not an empty answer.",
+        subcommands: [
+            QueryRoomsCommand.self, QueryRoomCommand.self, QueryMessagesCommand.self, QueryFriendsCommand.self,
+            QueryRequestsCommand.self, QueryConnectionsCommand.self, QueryRelationshipCommand.self,
+            QueryActivityCommand.self, QueryFeedCommand.self, QuerySuggestionsCommand.self,
+            QueryGratitudeCommand.self, QueryProfileCommand.self, QueryLookupCommand.self,
+        ])
+}
+
+/// What every query takes: the data directory and `--json`.
+struct QueryOptions: ParsableArguments {
+    @OptionGroup var global: GlobalOptions
+    @Flag(help: "Print JSON instead of a table.") var json = false
+
+    /// Opens the engine, runs `body`, closes the engine.
+    func withEngine<T>(_ body: (Engine) throws -> T) throws -> T {
+        let engine = try global.openExistingEngine()
+        defer { try? engine.close() }
+        return try body(engine)
+    }
+
+    /// Prints `value` as JSON with `--json`, otherwise calls `table`.
+    func print<T: Encodable>(_ value: T, table: () -> Void) throws {
+        if json { try Output.json(value) } else { table() }
+    }
+}
+
+extension Engine {
+    /// The user `id`, checked to be registered.
+    /// - Throws: ``CLIError`` saying the user is unknown.
+    func requireUser(_ id: String) throws -> UserID {
+        let user = UserID(id)
+        guard profile(user) != nil else {
+            throw CLIError(
+                "unknown user '\(id)': no UserRegistered event introduced it (find ids with `parley query lookup "
+                    + "--phone P` or `--email E`, or `parley audit --type UserRegistered`)")
+        }
+        return user
+    }
+}
+
+extension Output {
+    /// Prints aligned `label  value` lines.
+    static func fields(_ pairs: [(String, String)]) {
+        let width = pairs.map(\.0.count).max() ?? 0
+        for (label, value) in pairs {
+            Swift.print(label.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + value)
+        }
+    }
+}

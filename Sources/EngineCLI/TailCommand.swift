@@ -1,0 +1,68 @@
+import ArgumentParser
+import EventLog
+import Foundation
+import Projections
+import Synchronization
+
+struct TailCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "tail",
+        abstract: "Print the log as canonical JSON Lines from a position, then follow it live until interrupted.",
+        discussion: """
+            Follows through the log's subscription until SIGINT (Ctrl-C), then closes the log cleanly and exits 0. \
+            The log is locked by one process at a time, so `tail` sees history and the appends made inside its own \
+            process; while it runs, other `parley` commands on the same --data cannot open the log. Use \
+            --no-follow to stop once caught up.
+            """)
+    @OptionGroup var global: GlobalOptions
+    @Option(help: "The first position to print.") var from: UInt64 = 1
+    @Option(help: "Only events of this type (MessageSent, ...).") var type: String?
+    @Flag(inversion: .prefixedNo, help: "Keep following new events after catching up.") var follow = true
+
+    func run() async throws {
+        let log = try global.openExistingLog()
+        let interrupted = Mutex(false)
+        // A parent may hand SIGINT down blocked (test runners do): unblock it, and let the source handle it.
+        var interrupt = sigset_t()
+        sigemptyset(&interrupt)
+        sigaddset(&interrupt, SIGINT)
+        sigprocmask(SIG_UNBLOCK, &interrupt, nil)
+        signal(SIGINT, SIG_IGN)
+        let source = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
+        source.setEventHandler {
+            interrupted.withLock { $0 = true }
+            try? log.close()
+        }
+        source.resume()
+        defer { source.cancel() }
+
+        var pending: [String] = []
+        do {
+            loop: for try await event in log.subscribe(from: Position(from)) {
+                switch event {
+                case .record(let record):
+                    if let type, record.type != type { continue }
+                    do {
+                        pending.append(try EventEnvelope(record: record).jsonLine())
+                    } catch {
+                        throw CLIError("position \(record.position) (\(record.type)) does not decode: \(error.message)")
+                    }
+                    // Print in blocks while catching up, and each live record as soon as it commits.
+                    if pending.count >= 1000 || record.position == log.head {
+                        Output.write(lines: pending)
+                        pending.removeAll(keepingCapacity: true)
+                    }
+                case .caughtUp:
+                    Output.write(lines: pending)
+                    pending.removeAll(keepingCapacity: true)
+                    if !follow { break loop }
+                }
+            }
+        } catch {
+            // Closing the log on SIGINT may end a read with `.closed`: that is the way out, not a failure.
+            if !interrupted.withLock({ $0 }) { throw error }
+        }
+        Output.write(lines: pending)
+        if !interrupted.withLock({ $0 }) { try log.close() }
+    }
+}

@@ -1,0 +1,142 @@
+import Foundation
+import Testing
+
+/// The built `parley` executable: next to the test bundle (both live in `.build/<triple>/<config>/`), or,
+/// failing that, `.build/debug/parley` of the package this file belongs to.
+func parleyExecutable() throws -> URL {
+    var candidates: [URL] = []
+    let argument0 = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+    candidates.append(argument0.deletingLastPathComponent().appendingPathComponent("parley"))
+    candidates.append(Bundle.main.bundleURL.deletingLastPathComponent().appendingPathComponent("parley"))
+    candidates.append(Bundle.main.bundleURL.appendingPathComponent("parley"))
+    let package = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+    candidates.append(package.appendingPathComponent(".build/debug/parley"))
+    let found = candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) }
+    return try #require(found, "no built parley next to the tests; looked at \(candidates.map(\.path))")
+}
+
+/// Runs `parley` with `arguments`; returns its exit status, stdout and stderr.
+func runParley(_ arguments: [String]) throws -> (status: Int32, stdout: Data, stderr: Data) {
+    let process = Process()
+    process.executableURL = try parleyExecutable()
+    process.arguments = arguments
+    let out = Pipe()
+    let err = Pipe()
+    process.standardOutput = out
+    process.standardError = err
+    try process.run()
+    // Read both pipes before waiting, so a full pipe cannot block the child.
+    let stdout = out.fileHandleForReading.readDataToEndOfFile()
+    let stderr = err.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return (process.terminationStatus, stdout, stderr)
+}
+
+/// A parsed JSON value that keeps numbers and booleans apart.
+indirect enum JSON: Decodable {
+    case object([String: JSON])
+    case array([JSON])
+    case number(Double)
+    case string(String)
+    case bool(Bool)
+    case null
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if container.decodeNil() {
+            self = .null
+        } else if let value = try? container.decode(Bool.self) {
+            self = .bool(value)
+        } else if let value = try? container.decode(Double.self) {
+            self = .number(value)
+        } else if let value = try? container.decode(String.self) {
+            self = .string(value)
+        } else if let value = try? container.decode([JSON].self) {
+            self = .array(value)
+        } else {
+            self = .object(try container.decode([String: JSON].self))
+        }
+    }
+
+    subscript(key: String) -> JSON? {
+        if case .object(let members) = self { return members[key] }
+        return nil
+    }
+
+    var number: Double? {
+        if case .number(let value) = self { return value }
+        return nil
+    }
+
+    var string: String? {
+        if case .string(let value) = self { return value }
+        return nil
+    }
+
+    var array: [JSON]? {
+        if case .array(let values) = self { return values }
+        return nil
+    }
+
+    /// Every number anywhere under this value, with its path.
+    func numbers(path: String = "$") -> [(String, Double)] {
+        switch self {
+        case .object(let members): return members.flatMap { $1.numbers(path: path + "." + $0) }
+        case .array(let values): return values.enumerated().flatMap { $1.numbers(path: path + "[\($0)]") }
+        case .number(let value): return [(path, value)]
+        default: return []
+        }
+    }
+}
+
+@Test(.timeLimit(.minutes(2)))
+func quickBenchAgainstSQLitePrintsWellFormedJSON() throws {
+    let data = NSTemporaryDirectory() + "parley-bench-test-\(UUID().uuidString.prefix(8))"
+    defer { try? FileManager.default.removeItem(atPath: data) }
+    let run = try runParley(["bench", "--quick", "--compare", "sqlite", "--json", "--data", data])
+    #expect(run.status == 0, "stderr: \(String(decoding: run.stderr, as: UTF8.self))")
+    // Not a terminal: no progress output.
+    #expect(run.stderr.isEmpty, "stderr: \(String(decoding: run.stderr, as: UTF8.self))")
+    let json = try JSONDecoder().decode(JSON.self, from: run.stdout)
+
+    let machine = try #require(json["machine"])
+    #expect((machine["cores"]?.number ?? 0) >= 1)
+    #expect((machine["memoryBytes"]?.number ?? 0) > 0)
+    #expect(machine["kernel"]?.string?.isEmpty == false)
+    let limits = try #require(json["limits"])
+    #expect(limits["lz4CompressMBps"]?.number != nil)
+    #expect(limits["fdatasyncPerSecond"]?.number != nil)
+
+    let workloads = try #require(json["workloads"]?.array)
+    let names = workloads.compactMap { $0["name"]?.string }
+    #expect(names == ["append-batched", "append-concurrent", "scan", "replay", "read-room", "audit-actor", "size"])
+    for workload in workloads {
+        let name = workload["name"]?.string ?? "?"
+        let parley = try #require(workload["parley"], "\(name) has no parley figures")
+        let sqlite = try #require(workload["sqlite"], "\(name) has no sqlite figures")
+        #expect(workload["ratio"]?.number != nil, "\(name) has no ratio")
+        var keys: [String] = []
+        if name.hasPrefix("append") || name == "scan" { keys += ["eventsPerSecond", "mbPerSecond"] }
+        if name.hasPrefix("append") || name == "read-room" || name == "audit-actor" { keys += ["p50Micros", "p99Micros"] }
+        if name == "replay" { keys.append("eventsPerSecond") }
+        if name == "append-concurrent" { keys.append("p999Micros") }
+        if name == "size" { keys += ["bytesPerEvent", "jsonLinesBytesPerEvent"] }
+        for key in keys {
+            #expect(parley[key]?.number != nil, "\(name).parley.\(key) is missing")
+            #expect(sqlite[key]?.number != nil, "\(name).sqlite.\(key) is missing")
+        }
+    }
+    // Every figure anywhere in the report is a positive, finite number (speed itself is never checked).
+    let figures = json.numbers()
+    #expect(figures.count > 40)
+    for (path, value) in figures {
+        #expect(value.isFinite && value > 0, "\(path) = \(value)")
+    }
+}
+
+@Test func benchRejectsAnUnknownPeer() throws {
+    let run = try runParley(["bench", "--quick", "--compare", "postgres"])
+    #expect(run.status != 0)
+    #expect(String(decoding: run.stderr, as: UTF8.self).contains("sqlite"))
+}
