@@ -20,6 +20,12 @@ struct AuditProjection {
 
     var count: Int { timeOf.count }
 
+    mutating func reserve(records count: Int) {
+        actorOf.reserveCapacity(actorOf.count + count)
+        typeOf.reserveCapacity(typeOf.count + count)
+        timeOf.reserveCapacity(timeOf.count + count)
+    }
+
     /// Indexes one record; returns the type's code (see `typeCodes`).
     @discardableResult
     mutating func record(position: UInt64, time: Int64, actor: String, type: String) -> Int {
