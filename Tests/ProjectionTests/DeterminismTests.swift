@@ -233,3 +233,28 @@ func sampleAnswers(_ engine: Engine) throws -> String {
         }
     }
 }
+
+@Suite struct MemberListTests {
+    @Test func appendsAndRemovesLikeAnArray() {
+        var list = MemberList()
+        var reference: [Member] = []
+        var random = SplitMix(seed: 3)
+        for step in 0..<2000 {
+            if reference.isEmpty || random.next() % 3 != 0 {
+                let member = Member(user: Int32(step), readMarker: UInt64(step), unread: Int32(step % 7))
+                list.append(member)
+                reference.append(member)
+            } else {
+                let index = Int(random.next() % UInt64(reference.count))
+                list.remove(at: index)
+                reference.remove(at: index)
+            }
+            if !reference.isEmpty {
+                let index = Int(random.next() % UInt64(reference.count))
+                list[index].unread += 1
+                reference[index].unread += 1
+            }
+            #expect(Array(list) == reference)
+        }
+    }
+}

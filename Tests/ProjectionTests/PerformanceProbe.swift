@@ -52,11 +52,15 @@ struct PerformanceProbe {
         let clock = ContinuousClock()
         if ProcessInfo.processInfo.environment["PARLEY_PERF_PARTS"] != nil { measureParts(records) }
         var state = ProjectionState()
+        let cpuStart = Foundation.clock()
         let elapsed = clock.measure {
+            state.reserve(records: records.count)
             for record in records { state.fold(record) }
         }
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        print("PERF fold \(records.count) events: \(elapsed), \(Int(Double(records.count) / seconds)) events/s")
+        let cpuSeconds = Double(Foundation.clock() - cpuStart) / Double(CLOCKS_PER_SEC)
+        print("PERF fold \(records.count) events: \(elapsed), \(Int(Double(records.count) / seconds)) events/s wall; "
+            + "\(cpuSeconds) s CPU, \(Int(Double(records.count) / cpuSeconds)) events/CPU-second")
 
         let encoded = clock.measure { _ = state.encodedState() }
         let bytes = state.encodedState()

@@ -412,4 +412,28 @@ func withWorld(_ body: (Engine) throws -> Void) throws {
         #expect(outcomes == 1)
         #expect(engine.log.head == Position(3))
     }
+
+    @Test func racingFirstMessagesShareOneDirectRoom() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("parley-race-\(UUID())").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let engine = try Engine.open(directory: directory, configuration: testConfiguration)
+        defer { try? engine.close() }
+        try engine.register("ann", method: .google)
+        try engine.register("ben", method: .google)
+        let rooms = await withTaskGroup(of: RoomID?.self) { group in
+            for index in 0..<12 {
+                group.addTask {
+                    let (from, to): (UserID, UserID) = index % 2 == 0 ? ("ann", "ben") : ("ben", "ann")
+                    return try? engine.sendMessage(from: from, to: to, body: "hi \(index)").room
+                }
+            }
+            var rooms: [RoomID] = []
+            for await room in group { if let room { rooms.append(room) } }
+            return rooms
+        }
+        #expect(rooms.count == 12)
+        #expect(Set(rooms).count == 1)
+        #expect(engine.room(rooms[0])?.messageCount == 12)
+        #expect(try engine.audit(type: "RoomCreated").count == 1)
+    }
 }

@@ -8,6 +8,8 @@ struct AuditProjection {
     var types = Interner()
     /// Per interned type: its index in ``DomainEvent/typeNames``, or -1 for a type this build does not know.
     var typeCodes: [Int] = []
+    /// The last type recorded (a cache, not state: excluded from snapshots and digests).
+    private var lastType: (name: String, index: Int32) = ("", -1)
     /// Per position (index = position - 1).
     var actorOf: [Int32] = []
     var typeOf: [Int32] = []
@@ -20,13 +22,26 @@ struct AuditProjection {
 
     var count: Int { timeOf.count }
 
+    mutating func reserve(records count: Int) {
+        actorOf.reserveCapacity(actorOf.count + count)
+        typeOf.reserveCapacity(typeOf.count + count)
+        timeOf.reserveCapacity(timeOf.count + count)
+    }
+
     /// Indexes one record; returns the type's code (see `typeCodes`).
     @discardableResult
     mutating func record(position: UInt64, time: Int64, actor: String, type: String) -> Int {
         precondition(position == UInt64(timeOf.count) + 1, "the audit index folds dense positions")
         let a = actors.intern(actor)
         if a.isNew { byActor.append([]) }
-        let t = types.intern(type)
+        // Runs of one type are common (messages): skip the hash for a repeat.
+        let t: (index: Int32, isNew: Bool)
+        if lastType.index >= 0, type == lastType.name {
+            t = (lastType.index, false)
+        } else {
+            t = types.intern(type)
+            lastType = (type, t.index)
+        }
         if t.isNew {
             byType.append([])
             typeCodes.append(DomainEvent.typeNames.firstIndex(of: type) ?? -1)

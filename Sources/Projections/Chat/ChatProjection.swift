@@ -16,7 +16,7 @@ struct RoomRecord: Equatable {
     var createdTime: Int64
     /// The activity whose room this is, or -1.
     var activity: Int32 = -1
-    var members: [Member] = []
+    var members = MemberList()
     /// The newest message (each message links to the one before it in its room), or -1.
     var lastMessage: Int32 = -1
     var liveMessageCount: Int32 = 0

@@ -72,6 +72,7 @@ public final class Engine: Sendable {
         log: EventLog, into state: inout ProjectionState, pipelineThreshold: UInt64 = 20_000, decodeAhead: Bool = false
     ) throws(ValidationError) {
         guard log.head.rawValue > state.position else { return }
+        state.reserve(records: Int(log.head.rawValue - state.position))
         if log.head.rawValue - state.position > pipelineThreshold {
             try ReplayPipeline.fold(log: log, from: Position(state.position + 1), into: &state, decodeAhead: decodeAhead)
             return

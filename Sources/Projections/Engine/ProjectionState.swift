@@ -41,6 +41,15 @@ struct ProjectionState {
 
     // MARK: Fold
 
+    /// Reserves room for `count` more records in the arrays that grow with the log (an upper bound for
+    /// messages), so a long replay neither copies them on growth nor faults their pages in twice.
+    mutating func reserve(records count: Int) {
+        guard count > 10_000 else { return }
+        audit.reserve(records: count)
+        messageIDs.reserveCapacity(messageIDs.count + count)
+        chat.messages.reserveCapacity(chat.messages.count + count)
+    }
+
     /// Folds one record: the audit index always, the domain projections when the payload decodes.
     mutating func fold(_ record: Record) {
         fold(

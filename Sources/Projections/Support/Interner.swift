@@ -21,6 +21,18 @@ struct Interner {
 
     var count: Int { names.count }
 
+    /// Makes room for `total` names without regrowing the table (replay knows how many records follow).
+    mutating func reserveCapacity(_ total: Int) {
+        guard total > names.count else { return }
+        names.reserveCapacity(total)
+        hashes.reserveCapacity(total)
+        var capacity = slots.count
+        while capacity < total * 2 { capacity <<= 1 }
+        guard capacity > slots.count else { return }
+        slots = Array(repeating: -1, count: capacity)
+        for index in names.indices { insertSlot(Int32(index), hash: hashes[index]) }
+    }
+
     static func hash(_ name: String) -> UInt64 {
         var h: UInt64 = 0xcbf2_9ce4_8422_2325
         for byte in name.utf8 { h = (h ^ UInt64(byte)) &* 0x100_0000_01b3 }
