@@ -12,6 +12,7 @@ public struct UserID: RawRepresentable, Hashable, Comparable, Sendable, Codable,
         try container.encode(rawValue)
     }
     public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
+    /// The description, if any.
     public var description: String { rawValue }
     /// The actor name of the engine itself (used for feelings).
     public static let system = UserID("system")
@@ -31,6 +32,7 @@ public struct RoomID: RawRepresentable, Hashable, Comparable, Sendable, Codable,
         try container.encode(rawValue)
     }
     public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
+    /// The description, if any.
     public var description: String { rawValue }
 }
 
@@ -48,6 +50,7 @@ public struct MessageID: RawRepresentable, Hashable, Comparable, Sendable, Codab
         try container.encode(rawValue)
     }
     public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
+    /// The description, if any.
     public var description: String { rawValue }
 }
 
@@ -65,6 +68,7 @@ public struct ActivityID: RawRepresentable, Hashable, Comparable, Sendable, Coda
         try container.encode(rawValue)
     }
     public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
+    /// The description, if any.
     public var description: String { rawValue }
 }
 
@@ -82,6 +86,7 @@ public struct FeelingID: RawRepresentable, Hashable, Comparable, Sendable, Codab
         try container.encode(rawValue)
     }
     public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
+    /// The description, if any.
     public var description: String { rawValue }
 }
 
@@ -99,5 +104,6 @@ public struct GratitudeID: RawRepresentable, Hashable, Comparable, Sendable, Cod
         try container.encode(rawValue)
     }
     public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
+    /// The description, if any.
     public var description: String { rawValue }
 }
