@@ -258,3 +258,26 @@ func sampleAnswers(_ engine: Engine) throws -> String {
         }
     }
 }
+
+@Suite struct InternerTests {
+    @Test func internsLikeADictionary() {
+        var interner = Interner()
+        var reference: [String: Int32] = [:]
+        var random = SplitMix(seed: 17)
+        for step in 0..<20_000 {
+            let name = step % 3 == 0 ? random.text() : "id\(random.next() % 5000)"
+            let (index, isNew) = interner.intern(name)
+            if let known = reference[name] {
+                #expect(!isNew && index == known)
+            } else {
+                #expect(isNew && index == Int32(reference.count))
+                reference[name] = index
+            }
+            if step == 10_000 { interner.reserveCapacity(50_000) }
+        }
+        for (name, index) in reference { #expect(interner.index(of: name) == index) }
+        #expect(interner.index(of: "never seen") == nil)
+        let rebuilt = Interner(names: interner.names)
+        for (name, index) in reference { #expect(rebuilt.index(of: name) == index) }
+    }
+}

@@ -1,15 +1,26 @@
 /// A user's account and profile (`profile(user)`).
 public struct Profile: Sendable, Hashable, Encodable {
+    /// The user.
     public var user: UserID
+    /// How the user signed up.
     public var method: RegistrationMethod
+    /// E.164 phone number, if any.
     public var phone: String?
+    /// Email address, if any.
     public var email: String?
+    /// The name.
     public var name: String?
+    /// The nickname, if any.
     public var nickname: String?
+    /// Photo URL, if any.
     public var photoURL: String?
+    /// About text, if any.
     public var about: String?
+    /// Where the user lives, if said.
     public var location: Location?
+    /// Interests.
     public var interests: [String]
+    /// Dogs (WagChat).
     public var dogs: [Dog]
     /// Sign-up time, milliseconds since the epoch.
     public var registeredAt: Int64

@@ -1,31 +1,48 @@
 /// A guest and their state.
 public struct GuestView: Sendable, Hashable, Encodable {
+    /// The user.
     public var user: UserID
+    /// The state.
     public var state: GuestState
 }
 
 /// Guests per state.
 public struct GuestCounts: Sendable, Hashable, Encodable {
+    /// Guests who have not answered.
     public var invited = 0
+    /// Guests going.
     public var going = 0
+    /// Guests who might come.
     public var maybe = 0
+    /// Guests who declined.
     public var declined = 0
 }
 
 /// An activity with its guests (`activity(id)`).
 public struct ActivityView: Sendable, Hashable, Encodable {
+    /// The activity.
     public var activity: ActivityID
+    /// The host.
     public var host: UserID
+    /// The kind.
     public var kind: ActivityKind
+    /// The title shown for it.
     public var title: String
+    /// The description, if any.
     public var description: String?
+    /// Start, milliseconds since the epoch.
     public var startsAt: Int64
+    /// End, milliseconds since the epoch, if given.
     public var endsAt: Int64?
+    /// Where, if given.
     public var place: String?
+    /// Whether the host cancelled it.
     public var cancelled: Bool
+    /// The room.
     public var room: RoomID
     /// Sorted by id.
     public var guests: [GuestView]
+    /// Guests per state.
     public var counts: GuestCounts
 
     enum CodingKeys: String, CodingKey {
@@ -55,10 +72,15 @@ public enum FeedRole: String, Sendable, Hashable, Encodable {
 
 /// One entry of the invitations feed.
 public struct FeedItem: Sendable, Hashable, Encodable {
+    /// The activity.
     public var activity: ActivityID
+    /// The kind.
     public var kind: ActivityKind
+    /// The title shown for it.
     public var title: String
+    /// Start, milliseconds since the epoch.
     public var startsAt: Int64
+    /// The user's role.
     public var role: FeedRole
     /// The user's answer; nil when none (always nil for the host).
     public var rsvp: RSVPAnswer?

@@ -15,7 +15,11 @@ struct AuditProjection {
     var typeOf: [Int32] = []
     var timeOf: [Int64] = []
     /// Posting lists (derived from the per-position arrays on snapshot load).
-    var byActor: [[UInt64]] = []
+    /// Per position: the previous position with the same actor (0 for none) — a chain per actor instead of
+    /// a posting list, so the fold appends to one hot array rather than to one of thousands of cold ones.
+    var previousOfActor: [UInt64] = []
+    /// Per actor: their newest position (0 for none).
+    var lastOfActor: [UInt64] = []
     var byType: [[UInt64]] = []
 
     init() {}
@@ -26,6 +30,7 @@ struct AuditProjection {
         actorOf.reserveCapacity(actorOf.count + count)
         typeOf.reserveCapacity(typeOf.count + count)
         timeOf.reserveCapacity(timeOf.count + count)
+        previousOfActor.reserveCapacity(previousOfActor.count + count)
     }
 
     /// Indexes one record; returns the type's code (see `typeCodes`).
@@ -33,7 +38,7 @@ struct AuditProjection {
     mutating func record(position: UInt64, time: Int64, actor: String, type: String) -> Int {
         precondition(position == UInt64(timeOf.count) + 1, "the audit index folds dense positions")
         let a = actors.intern(actor)
-        if a.isNew { byActor.append([]) }
+        if a.isNew { lastOfActor.append(0) }
         // Runs of one type are common (messages): skip the hash for a repeat.
         let t: (index: Int32, isNew: Bool)
         if lastType.index >= 0, type == lastType.name {
@@ -49,7 +54,8 @@ struct AuditProjection {
         actorOf.append(a.index)
         typeOf.append(t.index)
         timeOf.append(time)
-        byActor[Int(a.index)].append(position)
+        previousOfActor.append(lastOfActor[Int(a.index)])
+        lastOfActor[Int(a.index)] = position
         byType[Int(t.index)].append(position)
         return typeCodes[Int(t.index)]
     }
@@ -64,7 +70,15 @@ struct AuditProjection {
         if let actor {
             guard let index = actors.index(of: actor) else { return [] }
             actorIndex = index
-            lists.append(byActor[Int(index)])
+            // Walk the actor's chain back to `after`: an index walk over their events only.
+            var chain: [UInt64] = []
+            var position = lastOfActor[Int(index)]
+            while position > after {
+                chain.append(position)
+                position = previousOfActor[Int(position - 1)]
+            }
+            chain.reverse()
+            lists.append(chain)
         }
         if let type {
             guard let index = types.index(of: type) else { return [] }
@@ -124,13 +138,14 @@ struct AuditProjection {
     init(reading reader: inout ByteReader) throws(ByteReaderError) {
         actors = try Interner(reading: &reader)
         types = try Interner(reading: &reader)
-        byActor = Array(repeating: [], count: actors.count)
+        lastOfActor = Array(repeating: 0, count: actors.count)
         byType = Array(repeating: [], count: types.count)
         typeCodes = types.names.map { DomainEvent.typeNames.firstIndex(of: $0) ?? -1 }
         let n = try reader.count()
         actorOf.reserveCapacity(n)
         typeOf.reserveCapacity(n)
         timeOf.reserveCapacity(n)
+        previousOfActor.reserveCapacity(n)
         var previousTime: Int64 = 0
         for i in 0..<n {
             let a = try reader.int32()
@@ -143,7 +158,8 @@ struct AuditProjection {
             typeOf.append(t)
             timeOf.append(previousTime)
             let position = UInt64(i + 1)
-            byActor[Int(a)].append(position)
+            previousOfActor.append(lastOfActor[Int(a)])
+            lastOfActor[Int(a)] = position
             byType[Int(t)].append(position)
         }
     }

@@ -1,7 +1,10 @@
 /// The other member of a direct room, as a room list shows them.
 public struct Counterpart: Sendable, Hashable, Encodable {
+    /// The user.
     public var user: UserID
+    /// The name.
     public var name: String?
+    /// Photo URL, if any.
     public var photoURL: String?
 
     enum CodingKeys: String, CodingKey { case user, name, photoURL }
@@ -15,7 +18,9 @@ public struct Counterpart: Sendable, Hashable, Encodable {
 
 /// A room's newest message as a room list previews it.
 public struct LastMessage: Sendable, Hashable, Encodable {
+    /// The id.
     public var id: MessageID
+    /// Who sent it.
     public var sender: UserID
     /// The latest body cut to 80 characters; `[image]` / `[video]` without a body; `Message deleted` when deleted.
     public var preview: String
@@ -34,12 +39,15 @@ public struct LastMessage: Sendable, Hashable, Encodable {
 
 /// One row of a user's room list (`rooms(user)`).
 public struct RoomSummary: Sendable, Hashable, Encodable {
+    /// The room.
     public var room: RoomID
+    /// The kind.
     public var kind: RoomKind
     /// Direct: the other member's name (or id); group: its name; activity: the activity's current title.
     public var title: String
     /// The other member of a direct room; nil otherwise.
     public var counterpart: Counterpart?
+    /// The newest message, or nil.
     public var lastMessage: LastMessage?
     /// Messages after the user's read marker, by others, not deleted.
     public var unread: Int
@@ -58,8 +66,11 @@ public struct RoomSummary: Sendable, Hashable, Encodable {
 
 /// A room as the chat-room list shows it (`room(id)`).
 public struct RoomDetails: Sendable, Hashable, Encodable {
+    /// The room.
     public var room: RoomID
+    /// The kind.
     public var kind: RoomKind
+    /// The title shown for it.
     public var title: String
     /// Current members, sorted by id.
     public var members: [UserID]
@@ -67,6 +78,7 @@ public struct RoomDetails: Sendable, Hashable, Encodable {
     public var created: Int64
     /// Messages not deleted.
     public var messageCount: Int
+    /// The newest message, or nil.
     public var lastMessage: LastMessage?
 
     enum CodingKeys: String, CodingKey { case room, kind, title, members, created, messageCount, lastMessage }
@@ -84,14 +96,21 @@ public struct RoomDetails: Sendable, Hashable, Encodable {
 
 /// One message of a page.
 public struct MessageView: Sendable, Hashable, Encodable {
+    /// The id.
     public var id: MessageID
+    /// Who sent it.
     public var sender: UserID
+    /// The kind.
     public var kind: MessageKind
     /// The latest body; nil when deleted or never given.
     public var body: String?
+    /// The attached media, if any.
     public var media: Media?
+    /// Milliseconds since the epoch (ISO 8601 in JSON).
     public var time: Int64
+    /// Whether the body was edited.
     public var edited: Bool
+    /// Whether it was deleted.
     public var deleted: Bool
 
     enum CodingKeys: String, CodingKey { case id, sender, kind, body, media, time, edited, deleted }
@@ -110,6 +129,7 @@ public struct MessageView: Sendable, Hashable, Encodable {
 
 /// A page of messages, oldest first, with the cursor for the older page.
 public struct MessagePage: Sendable, Hashable, Encodable {
+    /// The messages.
     public var messages: [MessageView]
     /// Pass as `before:` to get the older page; nil when there is none.
     public var before: String?

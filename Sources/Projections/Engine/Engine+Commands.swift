@@ -2,8 +2,11 @@ import EventLog
 
 /// The id and position of a message a command sent.
 public struct SentMessage: Sendable, Hashable {
+    /// The room.
     public var room: RoomID
+    /// The message.
     public var message: MessageID
+    /// The log position.
     public var position: Position
     /// Whether this message created the direct room.
     public var createdRoom: Bool

@@ -62,11 +62,17 @@ extension Engine {
 
     /// Sizes of the projections.
     public struct Counts: Sendable, Hashable, Encodable {
+        /// Records folded.
         public var events: UInt64
+        /// Registered users.
         public var users: Int
+        /// Rooms.
         public var rooms: Int
+        /// The messages.
         public var messages: Int
+        /// Activities.
         public var activities: Int
+        /// Gratitudes.
         public var gratitudes: Int
     }
 

@@ -191,7 +191,7 @@ struct ProjectionState {
 
 extension ProjectionState {
     /// The version of the snapshot encoding; a snapshot of any other version is ignored.
-    static let snapshotFormatVersion: UInt32 = 1
+    static let snapshotFormatVersion: UInt32 = 2
 
     /// The canonical serialisation of the whole state (deterministic: sets and dictionaries sorted).
     func encodedState() -> [UInt8] {
@@ -211,7 +211,10 @@ extension ProjectionState {
     }
 
     /// Rebuilds state (and every derived index) from ``encodedState()``.
-    init(encodedState bytes: [UInt8]) throws(ByteReaderError) {
+    init(encodedState bytes: [UInt8]) throws(ByteReaderError) { try self.init(encodedState: bytes[...]) }
+
+    /// Rebuilds state from a slice holding ``encodedState()`` (a snapshot file's body, without copying it).
+    init(encodedState bytes: ArraySlice<UInt8>) throws(ByteReaderError) {
         self = try ByteReader.reading(bytes) { (reader: inout ByteReader) throws(ByteReaderError) -> ProjectionState in
             var state = ProjectionState()
             state.position = try reader.varint()

@@ -9,7 +9,8 @@ import Foundation
 /// File `snapshot-<20-digit position>.bin`:
 /// ```
 /// magic "PRLYSNAP" (8) · format version UInt32 LE · position UInt64 LE · event id at that position (16)
-/// · state length UInt64 LE · FNV-1a 64 of the state UInt64 LE · state bytes (ProjectionState.encodedState)
+/// · state length UInt64 LE · checksum of the state UInt64 LE (`WordChecksum`) · state bytes
+/// (`ProjectionState.encodedState`)
 /// ```
 /// Written to a temporary file, fsynced, renamed into place, directory fsynced. On open, a snapshot that is
 /// damaged, of another version, ahead of the log, or whose event id disagrees with the log is ignored.
@@ -44,7 +45,7 @@ enum Snapshots {
         writer.fixed64(state.position)
         writer.bytes.append(contentsOf: eventID.bytes)
         writer.fixed64(UInt64(body.count))
-        writer.fixed64(FNV1a64.hash(body))
+        writer.fixed64(WordChecksum.hash(body[...]))
         writer.bytes.append(contentsOf: body)
         return writer.bytes
     }
@@ -70,8 +71,8 @@ enum Snapshots {
             throw ByteReaderError(description: "snapshot at \(position) is ahead of the log head \(log.head)")
         }
         guard UInt64(bytes.count - header) == length else { throw ByteReaderError(description: "snapshot is truncated") }
-        let body = Array(bytes[header...])
-        guard FNV1a64.hash(body) == checksum else { throw ByteReaderError(description: "snapshot checksum mismatch") }
+        let body = bytes[header...]
+        guard WordChecksum.hash(body) == checksum else { throw ByteReaderError(description: "snapshot checksum mismatch") }
         if position > 0 {
             let record: Record?
             do throws(EventLogError) {
@@ -91,17 +92,40 @@ enum Snapshots {
     /// The newest snapshot that can be trusted, or nil; `ignored` collects why others were skipped.
     static func loadNewest(directory: String, log: EventLog, ignored: inout [String]) -> ProjectionState? {
         for (name, _) in list(directory) {
-            guard let data = FileManager.default.contents(atPath: directory + "/" + name) else {
+            guard let bytes = readFile(directory + "/" + name) else {
                 ignored.append("\(name): unreadable")
                 continue
             }
             do throws(ByteReaderError) {
-                return try decode([UInt8](data), log: log)
+                return try decode(bytes, log: log)
             } catch {
                 ignored.append("\(name): \(error.description)")
             }
         }
         return nil
+    }
+
+    /// The whole file, read straight into one array; nil when it cannot be read.
+    static func readFile(_ path: String) -> [UInt8]? {
+        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { _ = Glibc.close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_size >= 0 else { return nil }
+        let size = Int(info.st_size)
+        var failed = false
+        let bytes = [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
+            var offset = 0
+            while offset < size, let base = buffer.baseAddress {
+                let n = Glibc.read(fd, base + offset, size - offset)
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { break }
+                offset += n
+            }
+            failed = offset != size
+            count = offset
+        }
+        return failed ? nil : bytes
     }
 
     /// Writes `bytes` as `name` in `directory` durably: temp file, fsync, rename, directory fsync.

@@ -1,13 +1,21 @@
 /// A user signed up. Actor: the user. Stream: `user:<user>`.
 public struct UserRegistered: BinaryPayload {
+    /// The event type name in the log.
     public static let typeName = "UserRegistered"
+    /// The payload schema version this build writes.
     public static let schemaVersion: UInt8 = 1
+    /// The user.
     public var user: UserID
+    /// How the user signed up.
     public var method: RegistrationMethod
+    /// E.164 phone number, if any.
     public var phone: String?
+    /// Email address, if any.
     public var email: String?
+    /// The name.
     public var name: String?
 
+    /// Makes a value from its fields.
     public init(user: UserID, method: RegistrationMethod, phone: String? = nil, email: String? = nil, name: String? = nil) {
         self.user = user
         self.method = method
@@ -35,9 +43,13 @@ public struct UserRegistered: BinaryPayload {
 
 /// Where a user lives, as far as they said.
 public struct Location: Sendable, Hashable, Codable {
+    /// City, if given.
     public var city: String?
+    /// Latitude, if given.
     public var lat: Double?
+    /// Longitude, if given.
     public var lon: Double?
+    /// Makes a value from its fields.
     public init(city: String? = nil, lat: Double? = nil, lon: Double? = nil) {
         self.city = city
         self.lat = lat
@@ -47,9 +59,13 @@ public struct Location: Sendable, Hashable, Codable {
 
 /// One of a WagChat user's dogs.
 public struct Dog: Sendable, Hashable, Codable {
+    /// The name.
     public var name: String
+    /// Breed, if given.
     public var breed: String?
+    /// Age in years, if given.
     public var ageYears: Int?
+    /// Makes a value from its fields.
     public init(name: String, breed: String? = nil, ageYears: Int? = nil) {
         self.name = name
         self.breed = breed
@@ -59,17 +75,28 @@ public struct Dog: Sendable, Hashable, Codable {
 
 /// A profile patch: a field that is present is set, an absent one is kept. Actor: the user.
 public struct ProfileUpdated: BinaryPayload {
+    /// The event type name in the log.
     public static let typeName = "ProfileUpdated"
+    /// The payload schema version this build writes.
     public static let schemaVersion: UInt8 = 1
+    /// The user.
     public var user: UserID
+    /// The name.
     public var name: String?
+    /// The nickname, if any.
     public var nickname: String?
+    /// Photo URL, if any.
     public var photoURL: String?
+    /// About text, if any.
     public var about: String?
+    /// Where the user lives, if said.
     public var location: Location?
+    /// Interests.
     public var interests: [String]?
+    /// Dogs (WagChat).
     public var dogs: [Dog]?
 
+    /// Makes a value from its fields.
     public init(
         user: UserID, name: String? = nil, nickname: String? = nil, photoURL: String? = nil, about: String? = nil,
         location: Location? = nil, interests: [String]? = nil, dogs: [Dog]? = nil

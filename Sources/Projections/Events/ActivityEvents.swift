@@ -1,19 +1,30 @@
 /// A host posted an activity; its chat room (kind `activity`, id `room`) exists from here on.
 /// Actor: `host`. Stream: `activity:<activity>`.
 public struct ActivityHosted: BinaryPayload {
+    /// The event type name in the log.
     public static let typeName = "ActivityHosted"
+    /// The payload schema version this build writes.
     public static let schemaVersion: UInt8 = 1
+    /// The activity.
     public var activity: ActivityID
+    /// The host.
     public var host: UserID
+    /// The kind.
     public var kind: ActivityKind
+    /// The title shown for it.
     public var title: String
+    /// The description, if any.
     public var description: String?
     /// Milliseconds since the epoch.
     public var startsAt: Int64
+    /// End, milliseconds since the epoch, if given.
     public var endsAt: Int64?
+    /// Where, if given.
     public var place: String?
+    /// The room.
     public var room: RoomID
 
+    /// Makes a value from its fields.
     public init(
         activity: ActivityID, host: UserID, kind: ActivityKind, title: String, description: String? = nil,
         startsAt: Int64, endsAt: Int64? = nil, place: String? = nil, room: RoomID
@@ -84,15 +95,24 @@ public struct ActivityHosted: BinaryPayload {
 
 /// The host changed an activity: a present field is set, an absent one kept. Actor: the host.
 public struct ActivityUpdated: BinaryPayload {
+    /// The event type name in the log.
     public static let typeName = "ActivityUpdated"
+    /// The payload schema version this build writes.
     public static let schemaVersion: UInt8 = 1
+    /// The activity.
     public var activity: ActivityID
+    /// The title shown for it.
     public var title: String?
+    /// The description, if any.
     public var description: String?
+    /// Start, milliseconds since the epoch.
     public var startsAt: Int64?
+    /// End, milliseconds since the epoch, if given.
     public var endsAt: Int64?
+    /// Where, if given.
     public var place: String?
 
+    /// Makes a value from its fields.
     public init(
         activity: ActivityID, title: String? = nil, description: String? = nil, startsAt: Int64? = nil,
         endsAt: Int64? = nil, place: String? = nil
@@ -148,9 +168,13 @@ public struct ActivityUpdated: BinaryPayload {
 
 /// The host called an activity off; nothing changes on it afterwards. Actor: the host.
 public struct ActivityCancelled: BinaryPayload {
+    /// The event type name in the log.
     public static let typeName = "ActivityCancelled"
+    /// The payload schema version this build writes.
     public static let schemaVersion: UInt8 = 1
+    /// The activity.
     public var activity: ActivityID
+    /// Makes a value from its fields.
     public init(activity: ActivityID) { self.activity = activity }
     func write(to writer: inout ByteWriter) { writer.string(activity.rawValue) }
     init(reading reader: inout ByteReader, version: UInt8) throws(ByteReaderError) {
@@ -160,10 +184,15 @@ public struct ActivityCancelled: BinaryPayload {
 
 /// The host invited friends or connections. Actor: the host.
 public struct GuestsInvited: BinaryPayload {
+    /// The event type name in the log.
     public static let typeName = "GuestsInvited"
+    /// The payload schema version this build writes.
     public static let schemaVersion: UInt8 = 1
+    /// The activity.
     public var activity: ActivityID
+    /// The guests.
     public var guests: [UserID]
+    /// Makes a value from its fields.
     public init(activity: ActivityID, guests: [UserID]) {
         self.activity = activity
         self.guests = guests
@@ -180,10 +209,15 @@ public struct GuestsInvited: BinaryPayload {
 
 /// The host took an invitation back; the guest is gone (and may be invited again). Actor: the host.
 public struct InvitationRevoked: BinaryPayload {
+    /// The event type name in the log.
     public static let typeName = "InvitationRevoked"
+    /// The payload schema version this build writes.
     public static let schemaVersion: UInt8 = 1
+    /// The activity.
     public var activity: ActivityID
+    /// The guest.
     public var guest: UserID
+    /// Makes a value from its fields.
     public init(activity: ActivityID, guest: UserID) {
         self.activity = activity
         self.guest = guest
@@ -200,11 +234,17 @@ public struct InvitationRevoked: BinaryPayload {
 
 /// A guest (or the host) answered. Actor: `user`.
 public struct RSVPGiven: BinaryPayload {
+    /// The event type name in the log.
     public static let typeName = "RSVPGiven"
+    /// The payload schema version this build writes.
     public static let schemaVersion: UInt8 = 1
+    /// The activity.
     public var activity: ActivityID
+    /// The user.
     public var user: UserID
+    /// The answer.
     public var answer: RSVPAnswer
+    /// Makes a value from its fields.
     public init(activity: ActivityID, user: UserID, answer: RSVPAnswer) {
         self.activity = activity
         self.user = user

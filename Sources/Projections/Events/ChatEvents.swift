@@ -1,12 +1,20 @@
 /// A direct or group room was made. Actor: `by`. Stream: `room:<room>`.
 public struct RoomCreated: BinaryPayload {
+    /// The event type name in the log.
     public static let typeName = "RoomCreated"
+    /// The payload schema version this build writes.
     public static let schemaVersion: UInt8 = 1
+    /// The room.
     public var room: RoomID
+    /// The kind.
     public var kind: RoomKind
+    /// Who created it (a member).
     public var by: UserID
+    /// The members (user ids).
     public var members: [UserID]
+    /// The name.
     public var name: String?
+    /// Makes a value from its fields.
     public init(room: RoomID, kind: RoomKind, by: UserID, members: [UserID], name: String? = nil) {
         self.room = room
         self.kind = kind
@@ -32,10 +40,15 @@ public struct RoomCreated: BinaryPayload {
 
 /// `user` joined a group room. Actor: `user`.
 public struct MemberJoined: BinaryPayload {
+    /// The event type name in the log.
     public static let typeName = "MemberJoined"
+    /// The payload schema version this build writes.
     public static let schemaVersion: UInt8 = 1
+    /// The room.
     public var room: RoomID
+    /// The user.
     public var user: UserID
+    /// Makes a value from its fields.
     public init(room: RoomID, user: UserID) {
         self.room = room
         self.user = user
@@ -52,10 +65,15 @@ public struct MemberJoined: BinaryPayload {
 
 /// `user` left a group room. Actor: `user`.
 public struct MemberLeft: BinaryPayload {
+    /// The event type name in the log.
     public static let typeName = "MemberLeft"
+    /// The payload schema version this build writes.
     public static let schemaVersion: UInt8 = 1
+    /// The room.
     public var room: RoomID
+    /// The user.
     public var user: UserID
+    /// Makes a value from its fields.
     public init(room: RoomID, user: UserID) {
         self.room = room
         self.user = user
@@ -72,12 +90,19 @@ public struct MemberLeft: BinaryPayload {
 
 /// The media attached to an image or video message.
 public struct Media: Sendable, Hashable, Codable {
+    /// An http(s) URL.
     public var url: String
+    /// MIME type, if known.
     public var mimeType: String?
+    /// Size in bytes, if known.
     public var bytes: Int?
+    /// Width in pixels, if known.
     public var width: Int?
+    /// Height in pixels, if known.
     public var height: Int?
+    /// Duration in milliseconds (video), if known.
     public var durationMs: Int?
+    /// Makes a value from its fields.
     public init(
         url: String, mimeType: String? = nil, bytes: Int? = nil, width: Int? = nil, height: Int? = nil,
         durationMs: Int? = nil
@@ -111,16 +136,27 @@ public struct Media: Sendable, Hashable, Codable {
 
 /// A message was posted. Actor: `sender`. Stream: `room:<room>`.
 public struct MessageSent: BinaryPayload {
+    /// The event type name in the log.
     public static let typeName = "MessageSent"
+    /// The payload schema version this build writes.
     public static let schemaVersion: UInt8 = 1
+    /// The room.
     public var room: RoomID
+    /// The message.
     public var message: MessageID
+    /// Who sent it.
     public var sender: UserID
+    /// The kind.
     public var kind: MessageKind
+    /// The text, if any.
     public var body: String?
+    /// The attached media, if any.
     public var media: Media?
+    /// The message replied to, if any.
     public var replyTo: MessageID?
+    /// The sender's display name at the time, if given.
     public var senderName: String?
+    /// Makes a value from its fields.
     public init(
         room: RoomID, message: MessageID, sender: UserID, kind: MessageKind, body: String? = nil, media: Media? = nil,
         replyTo: MessageID? = nil, senderName: String? = nil
@@ -159,11 +195,17 @@ public struct MessageSent: BinaryPayload {
 
 /// The sender changed a message's body. Actor: the sender.
 public struct MessageEdited: BinaryPayload {
+    /// The event type name in the log.
     public static let typeName = "MessageEdited"
+    /// The payload schema version this build writes.
     public static let schemaVersion: UInt8 = 1
+    /// The room.
     public var room: RoomID
+    /// The message.
     public var message: MessageID
+    /// The text, if any.
     public var body: String
+    /// Makes a value from its fields.
     public init(room: RoomID, message: MessageID, body: String) {
         self.room = room
         self.message = message
@@ -183,10 +225,15 @@ public struct MessageEdited: BinaryPayload {
 
 /// The sender deleted a message; it keeps its place. Actor: the sender.
 public struct MessageDeleted: BinaryPayload {
+    /// The event type name in the log.
     public static let typeName = "MessageDeleted"
+    /// The payload schema version this build writes.
     public static let schemaVersion: UInt8 = 1
+    /// The room.
     public var room: RoomID
+    /// The message.
     public var message: MessageID
+    /// Makes a value from its fields.
     public init(room: RoomID, message: MessageID) {
         self.room = room
         self.message = message
@@ -203,11 +250,17 @@ public struct MessageDeleted: BinaryPayload {
 
 /// `user` read `room` up to message `upTo`. Actor: `user`.
 public struct MessagesRead: BinaryPayload {
+    /// The event type name in the log.
     public static let typeName = "MessagesRead"
+    /// The payload schema version this build writes.
     public static let schemaVersion: UInt8 = 1
+    /// The room.
     public var room: RoomID
+    /// The user.
     public var user: UserID
+    /// The newest message read.
     public var upTo: MessageID
+    /// Makes a value from its fields.
     public init(room: RoomID, user: UserID, upTo: MessageID) {
         self.room = room
         self.user = user

@@ -23,6 +23,7 @@ public struct EventEnvelope: Sendable, Hashable, Codable {
     /// The event type name.
     public var type: String { event.typeName }
 
+    /// Makes a value from its fields.
     public init(
         event: DomainEvent, id: EventID? = nil, time: Int64? = nil, actor: String? = nil, stream: String? = nil,
         position: Position? = nil

@@ -1,9 +1,14 @@
 /// `from` asked `to` to be friends. Actor: `from`. Stream: `user:<from>`.
 public struct FriendRequested: BinaryPayload {
+    /// The event type name in the log.
     public static let typeName = "FriendRequested"
+    /// The payload schema version this build writes.
     public static let schemaVersion: UInt8 = 1
+    /// Who asked.
     public var from: UserID
+    /// Who was asked.
     public var to: UserID
+    /// Makes a value from its fields.
     public init(from: UserID, to: UserID) {
         self.from = from
         self.to = to
@@ -20,10 +25,15 @@ public struct FriendRequested: BinaryPayload {
 
 /// `to` accepted `from`'s request; they are friends. Actor: `to`. Stream: `user:<to>`.
 public struct FriendRequestAccepted: BinaryPayload {
+    /// The event type name in the log.
     public static let typeName = "FriendRequestAccepted"
+    /// The payload schema version this build writes.
     public static let schemaVersion: UInt8 = 1
+    /// Who asked.
     public var from: UserID
+    /// Who was asked.
     public var to: UserID
+    /// Makes a value from its fields.
     public init(from: UserID, to: UserID) {
         self.from = from
         self.to = to
@@ -40,10 +50,15 @@ public struct FriendRequestAccepted: BinaryPayload {
 
 /// `to` declined `from`'s request. Actor: `to`. Stream: `user:<to>`.
 public struct FriendRequestDeclined: BinaryPayload {
+    /// The event type name in the log.
     public static let typeName = "FriendRequestDeclined"
+    /// The payload schema version this build writes.
     public static let schemaVersion: UInt8 = 1
+    /// Who asked.
     public var from: UserID
+    /// Who was asked.
     public var to: UserID
+    /// Makes a value from its fields.
     public init(from: UserID, to: UserID) {
         self.from = from
         self.to = to
@@ -60,10 +75,15 @@ public struct FriendRequestDeclined: BinaryPayload {
 
 /// `from` withdrew the request to `to`. Actor: `from`. Stream: `user:<from>`.
 public struct FriendRequestCancelled: BinaryPayload {
+    /// The event type name in the log.
     public static let typeName = "FriendRequestCancelled"
+    /// The payload schema version this build writes.
     public static let schemaVersion: UInt8 = 1
+    /// Who asked.
     public var from: UserID
+    /// Who was asked.
     public var to: UserID
+    /// Makes a value from its fields.
     public init(from: UserID, to: UserID) {
         self.from = from
         self.to = to
@@ -80,10 +100,15 @@ public struct FriendRequestCancelled: BinaryPayload {
 
 /// `user` ended the friendship with `friend`. Actor: `user`.
 public struct Unfriended: BinaryPayload {
+    /// The event type name in the log.
     public static let typeName = "Unfriended"
+    /// The payload schema version this build writes.
     public static let schemaVersion: UInt8 = 1
+    /// The user.
     public var user: UserID
+    /// The former friend.
     public var friend: UserID
+    /// Makes a value from its fields.
     public init(user: UserID, friend: UserID) {
         self.user = user
         self.friend = friend
@@ -100,10 +125,15 @@ public struct Unfriended: BinaryPayload {
 
 /// `user` blocked `blocked`; any friendship or pending request between them ends. Actor: `user`.
 public struct UserBlocked: BinaryPayload {
+    /// The event type name in the log.
     public static let typeName = "UserBlocked"
+    /// The payload schema version this build writes.
     public static let schemaVersion: UInt8 = 1
+    /// The user.
     public var user: UserID
+    /// The blocked user.
     public var blocked: UserID
+    /// Makes a value from its fields.
     public init(user: UserID, blocked: UserID) {
         self.user = user
         self.blocked = blocked
@@ -120,10 +150,15 @@ public struct UserBlocked: BinaryPayload {
 
 /// `user` lifted the block on `blocked`; nothing is restored. Actor: `user`.
 public struct UserUnblocked: BinaryPayload {
+    /// The event type name in the log.
     public static let typeName = "UserUnblocked"
+    /// The payload schema version this build writes.
     public static let schemaVersion: UInt8 = 1
+    /// The user.
     public var user: UserID
+    /// The blocked user.
     public var blocked: UserID
+    /// Makes a value from its fields.
     public init(user: UserID, blocked: UserID) {
         self.user = user
         self.blocked = blocked

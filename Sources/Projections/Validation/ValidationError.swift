@@ -4,8 +4,11 @@
 public struct ValidationError: Error, Sendable, Hashable, CustomStringConvertible {
     /// Which rule was broken, as a value callers can compare.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
+        /// The name.
         public let name: String
+        /// Makes a value from its fields.
         public init(_ name: String) { self.name = name }
+        /// The description, if any.
         public var description: String { name }
 
         // Accounts
@@ -118,17 +121,21 @@ public struct ValidationError: Error, Sendable, Hashable, CustomStringConvertibl
         public static let storage = Code("storage")
     }
 
+    /// Which rule.
     public var code: Code
+    /// What went wrong, naming the ids involved.
     public var message: String
     /// For a batch of events (import), the index of the offending event.
     public var index: Int?
 
+    /// Makes a value from its fields.
     public init(_ code: Code, _ message: String, index: Int? = nil) {
         self.code = code
         self.message = message
         self.index = index
     }
 
+    /// The description, if any.
     public var description: String {
         if let index { return "event \(index): \(code): \(message)" }
         return "\(code): \(message)"
@@ -137,7 +144,10 @@ public struct ValidationError: Error, Sendable, Hashable, CustomStringConvertibl
 
 /// Every problem of a batch of events (import validation), each with its index.
 public struct BatchValidationError: Error, Sendable, CustomStringConvertible {
+    /// Every problem, with its index.
     public var problems: [ValidationError]
+    /// Makes a value from its fields.
     public init(problems: [ValidationError]) { self.problems = problems }
+    /// The description, if any.
     public var description: String { problems.map(\.description).joined(separator: "\n") }
 }
