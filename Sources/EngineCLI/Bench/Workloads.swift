@@ -1,4 +1,5 @@
 import Dispatch
+import Projections
 import EventLog
 import Foundation
 import Synchronization
@@ -219,6 +220,20 @@ struct Workloads {
         let seconds = Double(monotonicNanoseconds() - start) / 1e9
         precondition(bytes > 0)
         return Sample(events: count, seconds: seconds, latencies: [])
+    }
+
+    /// SQLite's replay: every row read in position order, decoded, and folded into fresh projections with the
+    /// same fold Parley's replay runs. Returns the sample and the resulting state digest.
+    func sqliteReplay(_ peer: SQLitePeer) throws -> (Sample, digest: String) {
+        var folder = ProjectionFolder()
+        var count = 0
+        let start = monotonicNanoseconds()
+        try peer.forEach { record in
+            folder.fold(record)
+            count += 1
+        }
+        let seconds = Double(monotonicNanoseconds() - start) / 1e9
+        return (Sample(events: count, seconds: seconds, latencies: []), folder.stateDigest)
     }
 
     // MARK: read-room, audit-actor
