@@ -34,7 +34,7 @@ extension CLIError {
     /// An engine that would not open: say which directory and what to do.
     init(opening error: Projections.ValidationError, directory: String) {
         var text = error.message
-        if text.contains("corrupt") || text.contains("damaged") {
+        if (text.contains("corrupt") || text.contains("damaged")) && !text.contains("parley verify") {
             text += " The log is damaged: `parley verify` shows every problem; `parley repair --truncate-at-corruption` "
                 + "cuts the log there."
         } else if text.contains("locked") || text.contains("another") {

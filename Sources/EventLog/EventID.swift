@@ -100,6 +100,12 @@ public struct EventID: Hashable, Sendable, Comparable, CustomStringConvertible {
         return String(decoding: out, as: UTF8.self)
     }
 
+    /// Hashes one mixed word instead of both: ids are hashed on every append (idempotency), and half the input
+    /// halves SipHash's work. Equality still compares all 16 bytes.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(high ^ (low &* 0x9e37_79b9_7f4a_7c15))
+    }
+
     public static func < (lhs: EventID, rhs: EventID) -> Bool {
         (lhs.high, lhs.low) < (rhs.high, rhs.low)
     }

@@ -289,7 +289,72 @@ extension EventLog {
     }
 
     /// Checks one request against the indexes (and the group so far) and assigns its positions.
+    ///
+    /// The common request (no expected versions) takes one hash probe for its id and one for its stream per
+    /// record: this loop held three quarters of the writer's time when it used scratch dictionaries.
     private func assign(
+        _ request: AppendRequest, now: Int64, index: inout LogIndex, pending: inout [PendingRecord],
+        undo: inout [(EventID, String, String)]
+    ) -> Result<AppendResult, EventLogError> {
+        for (number, record) in request.records.enumerated() {
+            if let problem = EventLog.check(record, number: number) { return .failure(problem) }
+        }
+        if request.records.contains(where: { $0.expectedVersion != nil }) {
+            return assignChecked(request, now: now, index: &index, pending: &pending, undo: &undo)
+        }
+        var positions: [Position] = []
+        var duplicates: [Bool] = []
+        positions.reserveCapacity(request.records.count)
+        duplicates.reserveCapacity(request.records.count)
+        pending.reserveCapacity(pending.count + request.records.count)
+        var next = writer.nextPosition + UInt64(pending.count)
+        for record in request.records {
+            if let existing = index.ids.lookupOrInsert(record.id, next) {
+                positions.append(Position(existing))
+                duplicates.append(true)
+                continue
+            }
+            let stream = record.stream.rawValue
+            var version: UInt64 = 0
+            index.streams.modify(stream, default: []) { positions in
+                positions.append(next)
+                version = UInt64(positions.count)
+            }
+            index.typeCounts[record.type, default: 0] += 1
+            undo.append((record.id, stream, record.type))
+            positions.append(Position(next))
+            duplicates.append(false)
+            pending.append(
+                PendingRecord(
+                    id: record.id, time: record.time ?? now, stream: stream, streamVersion: version,
+                    type: record.type, actor: record.actor, payload: record.payload))
+            next += 1
+        }
+        return .success(AppendResult(positions: positions, wasDuplicate: duplicates))
+    }
+
+    /// The checks that need no index: names and size. Nil when the record passes.
+    static func check(_ record: ProposedRecord, number: Int) -> EventLogError? {
+        let stream = record.stream.rawValue
+        if stream.isEmpty {
+            return EventLogError(.emptyName, "record \(number) of the append has an empty stream name")
+        }
+        if record.type.isEmpty {
+            return EventLogError(.emptyName, "record \(number) of the append has an empty type name")
+        }
+        let size = record.payload.count + stream.utf8.count + record.type.utf8.count + record.actor.utf8.count + 40
+        if size > EventLog.maximumRecordSize {
+            return EventLogError(
+                .recordTooLarge,
+                "record \(number) of the append is \(size) bytes; the limit is \(EventLog.maximumRecordSize) "
+                    + "(1 MiB) per record")
+        }
+        return nil
+    }
+
+    /// ``assign`` for requests with expected versions: checks every record against the indexes and the
+    /// request's own earlier records before changing anything, so a mismatch leaves no trace.
+    private func assignChecked(
         _ request: AppendRequest, now: Int64, index: inout LogIndex, pending: inout [PendingRecord],
         undo: inout [(EventID, String, String)]
     ) -> Result<AppendResult, EventLogError> {
@@ -306,20 +371,6 @@ extension EventLog {
                 continue
             }
             let stream = record.stream.rawValue
-            guard !stream.isEmpty else {
-                return .failure(EventLogError(.emptyName, "record \(number) of the append has an empty stream name"))
-            }
-            guard !record.type.isEmpty else {
-                return .failure(EventLogError(.emptyName, "record \(number) of the append has an empty type name"))
-            }
-            let size = record.payload.count + stream.utf8.count + record.type.utf8.count + record.actor.utf8.count + 40
-            guard size <= EventLog.maximumRecordSize else {
-                return .failure(
-                    EventLogError(
-                        .recordTooLarge,
-                        "record \(number) of the append is \(size) bytes; the limit is \(EventLog.maximumRecordSize) "
-                            + "(1 MiB) per record"))
-            }
             let current = localVersions[stream] ?? UInt64(index.streams[stream]?.count ?? 0)
             if let expected = record.expectedVersion {
                 let holds: Bool
@@ -461,5 +512,23 @@ extension EventLog {
                     cause: error)
             }
         }
+    }
+}
+
+extension Dictionary {
+    /// Inserts `value` when `key` is absent and returns nil; returns the stored value when present.
+    /// One hash probe either way (through the defaulted subscript's in-place accessor).
+    @inline(__always) mutating func lookupOrInsert(_ key: Key, _ value: Value) -> Value? {
+        let before = count
+        var stored = value
+        Self.read(&self[key, default: value], into: &stored)
+        return count == before ? stored : nil
+    }
+
+    @inline(__always) private static func read(_ slot: inout Value, into result: inout Value) { result = slot }
+
+    /// Runs `body` on the value for `key` in place (inserting `defaultValue` first when absent): one probe.
+    @inline(__always) mutating func modify(_ key: Key, default defaultValue: @autoclosure () -> Value, _ body: (inout Value) -> Void) {
+        body(&self[key, default: defaultValue()])
     }
 }

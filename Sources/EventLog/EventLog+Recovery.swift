@@ -117,7 +117,8 @@ extension EventLog {
                 try file.syncData()
                 report.droppedRecords += UInt64(groupRecords.count)
                 report.notes.append(
-                    "dropped \(groupRecords.count) records of an append the crash interrupted, in \(name) at offset "
+                    "dropped \(groupRecords.count) records of an append group whose last batch is missing "
+                        + "(cut by a crash or a repair), in \(name) at offset "
                         + "\(start.offset)")
                 for batch in groupBatches { index.uncompressedBytes -= Int(batch.uncompressedLength) }
                 length = start.offset

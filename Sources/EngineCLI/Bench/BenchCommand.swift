@@ -182,38 +182,57 @@ struct BenchRunner {
 
         // 3b. replay — every projection rebuilt from position 1 by the Projections engine, on a simulated week
         // of the five apps (valid events through the real codecs; the chat mix above has no domain codecs).
-        workloads.append(try await replay(work: work))
+        let replayed = try await replay(work: work)
+        workloads.append(replayed.workload)
+        defer {
+            try? replayed.engine.close()
+            try? FileManager.default.removeItem(atPath: replayed.path)
+        }
 
-        // 4. read-room
+        // 4. read-room — on the simulated week: the newest 50 messages of a random room, as a chat screen asks.
+        // Parley answers from its room-timeline projection; SQLite from its (stream, version) index.
+        let engine = replayed.engine
+        let users = settings.replayUsers
+        let randomRoom: (inout SplitMix64) -> String = { rng in
+            for _ in 0..<20 {
+                let user = UserID(String(format: "u%05d", Int(rng.next() % UInt64(users)) + 1))
+                let rooms = engine.rooms(user)
+                if !rooms.isEmpty { return rooms[Int(rng.next() % UInt64(rooms.count))].room.rawValue }
+            }
+            return "none"
+        }
         let (parleyRoom, parleyRoomRows) = try work.queryLatencies(
-            queries: settings.readRoomQueries, key: { mix.randomRoom(&$0) }, label: "read-room parley"
-        ) { room in try Workloads.parleyLatest(reader, stream: room, limit: 50).count }
+            queries: settings.readRoomQueries, key: randomRoom, label: "read-room parley"
+        ) { room in try engine.messages(RoomID(room), limit: 50).messages.count }
         var sqliteRoom: (Sample, rows: Int)?
-        if let peer {
+        if let replayPeer = replayed.peer {
             sqliteRoom = try work.queryLatencies(
-                queries: settings.readRoomQueries, key: { mix.randomRoom(&$0) }, label: "read-room sqlite"
-            ) { room in try peer.latest(in: room, limit: 50).count }
+                queries: settings.readRoomQueries, key: randomRoom, label: "read-room sqlite"
+            ) { room in try replayPeer.latestMessages(in: "room:" + room, limit: 50).count }
         }
         var room = latency("read-room", parleyRoom, parleyRoomRows, sqliteRoom)
-        room.note = "newest 50 events of a room stream (messages and read markers), through the stream index"
+        room.note =
+            "newest 50 messages of a random room of the simulated week: Parley's room-timeline projection "
+            + "(edits and deletions folded in) vs SQLite's (stream, version) index (raw MessageSent rows)"
         workloads.append(room)
 
-        // 5. audit-actor
-        progress.note("indexing actors…")
-        let actors = try Workloads.actorIndex(reader)
+        // 5. audit-actor — every event of a random user of the simulated week, as `parley audit --actor` does.
+        let randomUser: (inout SplitMix64) -> String = { rng in
+            String(format: "u%05d", Int(rng.next() % UInt64(users)) + 1)
+        }
         let (parleyAudit, parleyAuditRows) = try work.queryLatencies(
-            queries: settings.auditActorQueries, key: { mix.randomActor(&$0) }, label: "audit-actor parley"
-        ) { actor in try reader.records(at: actors[actor] ?? []).count }
+            queries: settings.auditActorQueries, key: randomUser, label: "audit-actor parley"
+        ) { actor in try engine.audit(actor: actor, limit: .max).count }
         var sqliteAudit: (Sample, rows: Int)?
-        if let peer {
+        if let replayPeer = replayed.peer {
             sqliteAudit = try work.queryLatencies(
-                queries: settings.auditActorQueries, key: { mix.randomActor(&$0) }, label: "audit-actor sqlite"
-            ) { actor in try peer.events(of: actor).count }
+                queries: settings.auditActorQueries, key: randomUser, label: "audit-actor sqlite"
+            ) { actor in try replayPeer.events(of: actor).count }
         }
         var audit = latency("audit-actor", parleyAudit, parleyAuditRows, sqliteAudit)
         audit.note =
-            "every event of an actor: an in-memory actor → positions index (as the audit projection keeps) "
-            + "and EventLog.records(at:)"
+            "every event of a random user of the simulated week: Parley's audit index (actor → positions) and "
+            + "the records read back from the log, decoded to events; SQLite's actor index, rows decoded to records"
         workloads.append(audit)
 
         // 6. size
@@ -232,7 +251,9 @@ struct BenchRunner {
     /// Simulates a week into a fresh log (not timed), then times `Engine.replay()`. SQLite gets the same
     /// records (not timed) and is timed reading them all back with the envelope decoded — it folds nothing,
     /// so the ratio favours SQLite.
-    private func replay(work: Workloads) async throws -> BenchReport.Workload {
+    private func replay(work: Workloads) async throws -> (
+        workload: BenchReport.Workload, engine: Engine, peer: SQLitePeer?, path: String
+    ) {
         let path = root + "/parley-replay"
         let engine = try Engine.open(directory: path)
         progress.note("replay: simulating \(settings.replayUsers) users for a week…")
@@ -243,12 +264,13 @@ struct BenchRunner {
         let folded = try engine.replay()
         let parley = Sample(
             events: Int(folded), seconds: Double(monotonicNanoseconds() - start) / 1e9, latencies: [])
-        try engine.close()
         var sqlite: Sample?
+        var replayPeer: SQLitePeer?
         if compareSQLite {
             progress.note("replay: copying the log into SQLite…")
             let peer = try SQLitePeer(path: root + "/sqlite-replay.db")
-            let log = try EventLog.open(directory: path)
+            replayPeer = peer
+            let log = engine.log
             var batch: [ProposedRecord] = []
             try log.forEach(from: .first) { record in
                 batch.append(
@@ -261,11 +283,9 @@ struct BenchRunner {
                 }
             }
             if !batch.isEmpty { try peer.append(batch) }
-            try log.close()
             progress.note("replay sqlite (read + decode)…")
             sqlite = try work.sqliteScan(peer)
         }
-        try? FileManager.default.removeItem(atPath: path)
         var workload = BenchReport.Workload(
             name: "replay", parley: BenchReport.Figures(events: parley.events, seconds: parley.seconds, eventsPerSecond: parley.eventsPerSecond),
             sqlite: sqlite.map {
@@ -277,7 +297,7 @@ struct BenchRunner {
         workload.note =
             "Engine.replay() over a simulated week (\(settings.replayUsers) users, \(simulated.events) events); "
             + "SQLite only reads and decodes the same rows (no fold), so the ratio favours SQLite"
-        return workload
+        return (workload, engine, replayPeer, path)
     }
 
     // MARK: figures

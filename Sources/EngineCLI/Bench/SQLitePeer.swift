@@ -21,6 +21,7 @@ final class SQLitePeer: @unchecked Sendable {
     private let insert: OpaquePointer
     private let selectAll: OpaquePointer
     private let selectStreamLatest: OpaquePointer
+    private let selectRoomMessages: OpaquePointer
     private let selectActor: OpaquePointer
     /// The newest version of each stream (what Parley's writer keeps in memory too).
     private var streamVersions: [String: Int64] = [:]
@@ -68,11 +69,14 @@ final class SQLitePeer: @unchecked Sendable {
         selectAll = try prepare("SELECT \(Self.columns) FROM events WHERE position >= ? ORDER BY position")
         selectStreamLatest = try prepare(
             "SELECT \(Self.columns) FROM events WHERE stream = ? ORDER BY stream_version DESC LIMIT ?")
+        selectRoomMessages = try prepare(
+            "SELECT \(Self.columns) FROM events WHERE stream = ? AND type = 'MessageSent' "
+                + "ORDER BY stream_version DESC LIMIT ?")
         selectActor = try prepare("SELECT \(Self.columns) FROM events WHERE actor = ? ORDER BY position")
     }
 
     deinit {
-        for statement in [begin, commit, rollback, insert, selectAll, selectStreamLatest, selectActor] {
+        for statement in [begin, commit, rollback, insert, selectAll, selectStreamLatest, selectRoomMessages, selectActor] {
             sqlite3_finalize(statement)
         }
         sqlite3_close_v2(db)
@@ -173,6 +177,22 @@ final class SQLitePeer: @unchecked Sendable {
     }
 
     /// Every event of `actor`, in position order.
+    /// The newest `limit` MessageSent events of a room stream, oldest first: what a chat screen shows first
+    /// (without folding edits and deletions, which favours SQLite).
+    func latestMessages(in stream: String, limit: Int) throws -> [Record] {
+        defer { sqlite3_reset(selectRoomMessages) }
+        sqlite3_bind_text(selectRoomMessages, 1, stream, -1, SQLITE_TRANSIENT_POINTER)
+        sqlite3_bind_int64(selectRoomMessages, 2, Int64(limit))
+        var rows: [Record] = []
+        while true {
+            let status = sqlite3_step(selectRoomMessages)
+            if status == SQLITE_DONE { break }
+            guard status == SQLITE_ROW else { throw failure("SELECT room messages") }
+            rows.append(record(selectRoomMessages))
+        }
+        return rows.reversed()
+    }
+
     func events(of actor: String) throws -> [Record] {
         defer { sqlite3_reset(selectActor) }
         sqlite3_bind_text(selectActor, 1, actor, -1, SQLITE_TRANSIENT_POINTER)

@@ -246,7 +246,7 @@ public final class Simulator {
         var dayStart = options.start
         while dayStart < end {
             if random.chance(activityRate(user.app)) {
-                for _ in 0..<(1 + random.geometric(mean: 2)) {
+                for _ in 0..<(1 + random.geometric(mean: 0.8)) {
                     let at = max(time + 60_000, dayStart + Int64.random(in: (7 * 3_600_000)..<(23 * 3_600_000), using: &random))
                     queue.push(at, .session(index, messages: 1 + random.geometric(mean: 1.5)))
                 }
@@ -289,7 +289,11 @@ public final class Simulator {
             patch.location = Location(city: city.name)
             patch.interests = Array(Set((0..<2).map { _ in random.pick(Words.interests) })).sorted()
         default:
-            patch.photoURL = random.chance(0.7) ? "https://firebasestorage.example/profile/\(user.id.rawValue).jpg" : nil
+            if random.chance(0.7) {
+                patch.photoURL = "https://firebasestorage.example/profile/\(user.id.rawValue).jpg"
+            } else {
+                patch.nickname = String(user.name.prefix { $0 != " " })
+            }
             if random.chance(0.4) { patch.location = Location(city: city.name) }
             if random.chance(0.3) { patch.interests = [random.pick(Words.interests)] }
         }
