@@ -135,7 +135,7 @@ public struct ValidationError: Error, Sendable, Hashable, CustomStringConvertibl
         self.index = index
     }
 
-    /// Every problem, one per line.
+    /// The code and message, prefixed with the event index when there is one.
     public var description: String {
         if let index { return "event \(index): \(code): \(message)" }
         return "\(code): \(message)"
