@@ -3,6 +3,13 @@ extension ProjectionState {
         let record = chat.rooms[Int(room)]
         switch record.kind {
         case .direct:
+            if viewer == nil {
+                // No viewer (the room list of `room(id)`): both members, by id.
+                let names = record.members.map { users[$0.user] }.sorted().map { id -> String in
+                    users.index(of: id).flatMap { accounts.users[Int($0)].name } ?? id
+                }
+                return names.joined(separator: " & ")
+            }
             guard let other = record.members.first(where: { $0.user != viewer })?.user ?? record.members.first?.user
             else { return rooms[room] }
             return accounts.users[Int(other)].name ?? users[other]

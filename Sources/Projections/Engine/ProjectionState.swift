@@ -54,10 +54,10 @@ struct ProjectionState {
     mutating func fold(_ record: Record) {
         fold(
             type: record.type, payload: record.payload, position: record.position.rawValue, time: record.time,
-            actor: record.actor, stream: record.stream.rawValue)
+            actor: record.actor)
     }
 
-    mutating func fold(type: String, payload: [UInt8], position: UInt64, time: Int64, actor: String, stream: String) {
+    mutating func fold(type: String, payload: [UInt8], position: UInt64, time: Int64, actor: String) {
         let code = audit.record(position: position, time: time, actor: actor, type: type)
         self.position = position
         // A record this build cannot decode stays in the audit index and changes nothing else.

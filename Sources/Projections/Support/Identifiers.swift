@@ -19,7 +19,7 @@ extension StringIdentifier {
         try container.encode(rawValue)
     }
     public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
-    /// The description, if any.
+    /// The raw id.
     public var description: String { rawValue }
 }
 

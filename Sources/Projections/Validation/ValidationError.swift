@@ -8,7 +8,7 @@ public struct ValidationError: Error, Sendable, Hashable, CustomStringConvertibl
         public let name: String
         /// Makes a value from its fields.
         public init(_ name: String) { self.name = name }
-        /// The description, if any.
+        /// The code's name.
         public var description: String { name }
 
         // Accounts
@@ -135,7 +135,7 @@ public struct ValidationError: Error, Sendable, Hashable, CustomStringConvertibl
         self.index = index
     }
 
-    /// The description, if any.
+    /// The code and message, prefixed with the event index when there is one.
     public var description: String {
         if let index { return "event \(index): \(code): \(message)" }
         return "\(code): \(message)"
@@ -148,6 +148,6 @@ public struct BatchValidationError: Error, Sendable, CustomStringConvertible {
     public var problems: [ValidationError]
     /// Makes a value from its fields.
     public init(problems: [ValidationError]) { self.problems = problems }
-    /// The description, if any.
+    /// Every problem, one per line.
     public var description: String { problems.map(\.description).joined(separator: "\n") }
 }
