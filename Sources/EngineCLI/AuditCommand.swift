@@ -32,12 +32,14 @@ struct AuditCommand: ParsableCommand {
             throw CLIError(error)
         }
         if json {
-            Output.write(lines: entries.map { entry in
-                entry.event?.jsonLine()
-                    ?? "{\"position\":\(entry.position.rawValue),\"time\":" + JSONText.quote(Output.time(entry.time))
-                    + ",\"actor\":" + JSONText.quote(entry.actor) + ",\"type\":" + JSONText.quote(entry.type)
-                    + ",\"stream\":" + JSONText.quote(entry.stream) + "}"
-            })
+            Output.write(
+                lines: entries.map { entry in
+                    entry.event?.jsonLine()
+                        ?? "{\"position\":\(entry.position.rawValue),\"time\":"
+                        + JSONText.quote(Output.time(entry.time))
+                        + ",\"actor\":" + JSONText.quote(entry.actor) + ",\"type\":" + JSONText.quote(entry.type)
+                        + ",\"stream\":" + JSONText.quote(entry.stream) + "}"
+                })
         } else {
             Output.table(
                 ["position", "time", "actor", "type", "stream", "data"],

@@ -24,14 +24,17 @@ struct DemoCommand: ParsableCommand {
 
         var engine = try Engine.open(directory: directory)
         let simulated = try runSimulation(engine: engine, users: users, days: days, seed: seed)
-        print("1. simulate  \(simulated.events) events validated and appended durably in "
-            + String(format: "%.2f s  → %@ events/s", simulated.seconds, Output.number(simulated.eventsPerSecond)))
+        print(
+            "1. simulate  \(simulated.events) events validated and appended durably in "
+                + String(format: "%.2f s  → %@ events/s", simulated.seconds, Output.number(simulated.eventsPerSecond)))
 
         let replayStart = ContinuousClock.now
         let replayed = try engine.replay()
         let replaySeconds = seconds(since: replayStart)
-        print("2. replay    \(replayed) events folded into every projection in "
-            + String(format: "%.2f s  → %@ events/s", replaySeconds, Output.number(Double(replayed) / replaySeconds)))
+        print(
+            "2. replay    \(replayed) events folded into every projection in "
+                + String(
+                    format: "%.2f s  → %@ events/s", replaySeconds, Output.number(Double(replayed) / replaySeconds)))
         let liveDigest = engine.stateDigest
 
         let snapshotStart = ContinuousClock.now
@@ -43,17 +46,22 @@ struct DemoCommand: ParsableCommand {
         let reopenSeconds = seconds(since: reopenStart)
         defer { try? engine.close() }
         let sameState = engine.stateDigest == liveDigest
-        print("3. snapshot  at position \(snapshotPosition) in " + String(format: "%.2f s", snapshotSeconds)
-            + "; reopen from it in " + String(format: "%.3f s", reopenSeconds)
-            + (sameState ? " (same state digest as the replay)" : "  ✗ STATE DIFFERS"))
+        print(
+            "3. snapshot  at position \(snapshotPosition) in " + String(format: "%.2f s", snapshotSeconds)
+                + "; reopen from it in " + String(format: "%.3f s", reopenSeconds)
+                + (sameState ? " (same state digest as the replay)" : "  ✗ STATE DIFFERS"))
         let verification = try engine.log.verify()
-        print("4. verify    " + (verification.isOK ? "every batch checks out" : "✗ \(verification.problems.count) problems"))
+        print(
+            "4. verify    "
+                + (verification.isOK ? "every batch checks out" : "✗ \(verification.problems.count) problems"))
 
         let stats = StatsOutput(engine.log.stats())
         print("\n── What the log holds ──")
-        print("events \(stats.events) in \(stats.segments) segment(s): \(Output.bytes(stats.bytesOnDisk)) on disk, "
-            + "\(Output.bytes(stats.uncompressedBytes)) encoded (" + String(format: "%.2f×", stats.compressionRatio)
-            + " LZ4), " + String(format: "%.1f", Double(stats.bytesOnDisk) / Double(max(stats.events, 1))) + " bytes/event")
+        print(
+            "events \(stats.events) in \(stats.segments) segment(s): \(Output.bytes(stats.bytesOnDisk)) on disk, "
+                + "\(Output.bytes(stats.uncompressedBytes)) encoded (" + String(format: "%.2f×", stats.compressionRatio)
+                + " LZ4), " + String(format: "%.1f", Double(stats.bytesOnDisk) / Double(max(stats.events, 1)))
+                + " bytes/event")
         print("head digest \(stats.headDigest)\n")
         Output.table(
             ["event type", "count"],
@@ -70,13 +78,16 @@ struct DemoCommand: ParsableCommand {
         if let user = candidates.max(by: { engine.rooms($0).count < engine.rooms($1).count }) {
             let rooms = engine.rooms(user)
             let name = engine.profile(user)?.name ?? user.rawValue
-            print("\nrooms(\(user)) — \(name)'s chat list, newest first (\(rooms.count) rooms, "
-                + "\(rooms.reduce(0) { $0 + $1.unread }) unread):")
+            print(
+                "\nrooms(\(user)) — \(name)'s chat list, newest first (\(rooms.count) rooms, "
+                    + "\(rooms.reduce(0) { $0 + $1.unread }) unread):")
             Output.table(
                 ["room", "kind", "title", "unread", "last message"],
                 rooms.prefix(6).map { room in
-                    [room.room.rawValue, room.kind.rawValue, room.title, String(room.unread),
-                     room.lastMessage.map { "\($0.sender): \($0.preview.prefix(40))" } ?? "—"]
+                    [
+                        room.room.rawValue, room.kind.rawValue, room.title, String(room.unread),
+                        room.lastMessage.map { "\($0.sender): \($0.preview.prefix(40))" } ?? "—",
+                    ]
                 })
             if let busiest = rooms.first {
                 let page = try engine.messages(busiest.room, limit: 5)
@@ -84,9 +95,13 @@ struct DemoCommand: ParsableCommand {
                 Output.table(
                     ["time", "sender", "kind", "body"],
                     page.messages.map { message in
-                        [Timestamp.format(message.time), message.sender.rawValue, message.kind.rawValue,
-                         message.deleted ? "(deleted)" : String((message.body ?? message.media?.url ?? "").prefix(50))
-                            + (message.edited ? " (edited)" : "")]
+                        [
+                            Timestamp.format(message.time), message.sender.rawValue, message.kind.rawValue,
+                            message.deleted
+                                ? "(deleted)"
+                                : String((message.body ?? message.media?.url ?? "").prefix(50))
+                                    + (message.edited ? " (edited)" : ""),
+                        ]
                     })
             }
         }
@@ -101,12 +116,16 @@ struct DemoCommand: ParsableCommand {
             Output.table(
                 ["starts", "activity", "title", "role", "rsvp"],
                 engine.feed(guest).prefix(5).map {
-                    [Timestamp.format($0.startsAt), $0.activity.rawValue, $0.title, $0.role.rawValue, $0.rsvp?.rawValue ?? "—"]
+                    [
+                        Timestamp.format($0.startsAt), $0.activity.rawValue, $0.title, $0.role.rawValue,
+                        $0.rsvp?.rawValue ?? "—",
+                    ]
                 })
         }
         if let author = candidates.first(where: { engine.gratitude($0).total > 1 }) {
             let summary = engine.gratitude(author)
-            let feelings = summary.byFeeling.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+            let feelings = summary.byFeeling.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(
+                separator: ", ")
             print("\ngratitude(\(author)): \(summary.total) tagged — \(feelings)")
             if let newest = summary.history.first {
                 print("  newest: to \(newest.recipient), \(newest.feeling): \"\(newest.body)\"")
@@ -117,7 +136,8 @@ struct DemoCommand: ParsableCommand {
     private func makeTemporaryDirectory() throws -> String {
         let base = ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
         let path = base + "/parley-demo-" + String(UUID().uuidString.prefix(8)).lowercased()
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try FileManager.default.createDirectory(
+            atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         return path
     }
 }

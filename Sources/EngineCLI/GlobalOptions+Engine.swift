@@ -35,7 +35,8 @@ extension CLIError {
     init(opening error: Projections.ValidationError, directory: String) {
         var text = error.message
         if (text.contains("corrupt") || text.contains("damaged")) && !text.contains("parley verify") {
-            text += " The log is damaged: `parley verify` shows every problem; `parley repair --truncate-at-corruption` "
+            text +=
+                " The log is damaged: `parley verify` shows every problem; `parley repair --truncate-at-corruption` "
                 + "cuts the log there."
         } else if text.contains("locked") || text.contains("another") {
             text += " Stop the other `parley` using \(directory), or pass another --data DIR."
@@ -76,7 +77,9 @@ struct LimitOption: ParsableArguments {
     @Option(help: "Return at most this many rows (a positive number).") var limit: Int?
 
     func validate() throws {
-        if let limit, limit <= 0 { throw ArgumentParser.ValidationError("--limit must be a positive number, not \(limit)") }
+        if let limit, limit <= 0 {
+            throw ArgumentParser.ValidationError("--limit must be a positive number, not \(limit)")
+        }
     }
 
     func apply<T>(_ rows: [T]) -> [T] { limit.map { Array(rows.prefix($0)) } ?? rows }

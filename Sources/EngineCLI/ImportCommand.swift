@@ -56,11 +56,12 @@ struct ImportCommand: ParsableCommand {
             }
             appended += result.appended.count
             duplicates += result.duplicates
-            invalid += try located(result.skipped.map { problem in
-                var shifted = problem
-                shifted.index = problem.index.map { $0 + start }
-                return shifted
-            }, in: plan)
+            invalid += try located(
+                result.skipped.map { problem in
+                    var shifted = problem
+                    shifted.index = problem.index.map { $0 + start }
+                    return shifted
+                }, in: plan)
             progress.update(start + chunk.count)
         }
         progress.finish()
@@ -137,7 +138,8 @@ struct ImportCommand: ParsableCommand {
         for (room, body) in plan.expectedLastMessages.sorted(by: { $0.key < $1.key }) {
             let expected = body.count > 80 ? String(body.prefix(80)) : body
             guard let last = engine.room(room)?.lastMessage else {
-                warnings.append("room \(room): the export says its last message is '\(expected)', but it has no messages")
+                warnings.append(
+                    "room \(room): the export says its last message is '\(expected)', but it has no messages")
                 continue
             }
             if last.preview != expected {
@@ -213,7 +215,7 @@ extension ImportProblem {
     /// Lines in order, then paths in order, then the rest.
     static func inFileOrder(_ a: ImportProblem, _ b: ImportProblem) -> Bool {
         switch (a.line, b.line) {
-        case let (x?, y?): return x < y
+        case (let x?, let y?): return x < y
         case (.some, nil): return true
         case (nil, .some): return false
         case (nil, nil): return (a.path ?? "") < (b.path ?? "")

@@ -30,7 +30,9 @@ struct StatsOutput: Encodable {
         print(String(format: "compression ratio %.2f×", compressionRatio))
         print("head digest       \(headDigest)")
         print("")
-        Output.table(["type", "events"], byType.sorted { ($0.value, $1.key) > ($1.value, $0.key) }.map { [$0.key, String($0.value)] })
+        Output.table(
+            ["type", "events"],
+            byType.sorted { ($0.value, $1.key) > ($1.value, $0.key) }.map { [$0.key, String($0.value)] })
     }
 }
 

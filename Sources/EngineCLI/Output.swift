@@ -10,7 +10,8 @@ enum Output {
 
     static func json(_ value: some Encodable, pretty: Bool = true) throws {
         let encoder = JSONEncoder()
-        encoder.outputFormatting = pretty ? [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes] : [.sortedKeys, .withoutEscapingSlashes]
+        encoder.outputFormatting =
+            pretty ? [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes] : [.sortedKeys, .withoutEscapingSlashes]
         let data = try encoder.encode(value)
         print(String(decoding: data, as: UTF8.self))
     }

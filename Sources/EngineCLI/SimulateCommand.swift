@@ -23,8 +23,11 @@ struct SimulateCommand: ParsableCommand {
         let engine = try Engine.open(directory: global.directory)
         defer { try? engine.close() }
         let report = try runSimulation(engine: engine, users: users, days: days, seed: seed)
-        print("simulated \(report.events) events for \(report.users) users over \(days) days in "
-            + String(format: "%.1f s (%@ events/s, validated and durable)", report.seconds, Output.number(report.eventsPerSecond)))
+        print(
+            "simulated \(report.events) events for \(report.users) users over \(days) days in "
+                + String(
+                    format: "%.1f s (%@ events/s, validated and durable)", report.seconds,
+                    Output.number(report.eventsPerSecond)))
         print("head digest \(engine.log.headDigest)")
     }
 }
@@ -36,7 +39,8 @@ func runSimulation(engine: Engine, users: Int, days: Int, seed: UInt64) throws -
     let report = try simulator.run(engine: engine) { done, total in progress.update(min(done, total)) }
     progress.finish()
     if let first = report.invalid.first {
-        throw CLIError("the simulator generated \(report.invalid.count)+ invalid events (first: \(first.message)); this is a bug")
+        throw CLIError(
+            "the simulator generated \(report.invalid.count)+ invalid events (first: \(first.message)); this is a bug")
     }
     return report
 }
@@ -45,6 +49,7 @@ func runSimulation(engine: Engine, users: Int, days: Int, seed: UInt64) throws -
 func requireEmptyLog(_ directory: String) throws {
     let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
     guard names.isEmpty else {
-        throw CLIError("\(directory) is not empty: simulate and demo write a fresh log. Pass --data NEWDIR (or remove it).")
+        throw CLIError(
+            "\(directory) is not empty: simulate and demo write a fresh log. Pass --data NEWDIR (or remove it).")
     }
 }

@@ -28,7 +28,9 @@ struct SnapshotCommand: ParsableCommand {
         }
         // The file is named by its position: snapshot-<20 digits>.bin.
         let names = (try? FileManager.default.contentsOfDirectory(atPath: global.directory)) ?? []
-        let name = names.first { $0.hasPrefix("snapshot-") && $0.hasSuffix(".bin") && UInt64($0.dropFirst(9).dropLast(4)) == position }
+        let name = names.first {
+            $0.hasPrefix("snapshot-") && $0.hasSuffix(".bin") && UInt64($0.dropFirst(9).dropLast(4)) == position
+        }
         let file = global.directory + "/" + (name ?? "snapshot-?.bin")
         let bytes = ((try? FileManager.default.attributesOfItem(atPath: file))?[.size] as? Int) ?? 0
         let result = Result(position: position, file: file, bytes: bytes, stateDigest: engine.stateDigest)

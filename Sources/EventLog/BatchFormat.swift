@@ -42,9 +42,15 @@ struct BatchHeader: Equatable, Sendable {
     /// Parses the 80 header bytes at `offset`; nil when the magic is wrong or fields are impossible.
     static func parse(_ bytes: UnsafeRawBufferPointer, at offset: Int) -> BatchHeader? {
         guard offset >= 0, bytes.count - offset >= BatchFormat.headerSize else { return nil }
-        func u16(_ at: Int) -> UInt16 { UInt16(littleEndian: bytes.loadUnaligned(fromByteOffset: offset + at, as: UInt16.self)) }
-        func u32(_ at: Int) -> UInt32 { UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: offset + at, as: UInt32.self)) }
-        func u64(_ at: Int) -> UInt64 { UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset + at, as: UInt64.self)) }
+        func u16(_ at: Int) -> UInt16 {
+            UInt16(littleEndian: bytes.loadUnaligned(fromByteOffset: offset + at, as: UInt16.self))
+        }
+        func u32(_ at: Int) -> UInt32 {
+            UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: offset + at, as: UInt32.self))
+        }
+        func u64(_ at: Int) -> UInt64 {
+            UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset + at, as: UInt64.self))
+        }
         guard u32(0) == BatchFormat.batchMagic else { return nil }
         let header = BatchHeader(
             crc: u32(4), version: u16(8), flags: u16(10), count: u32(12), firstPosition: u64(16),

@@ -101,7 +101,8 @@ enum Checkpoint {
                 guard FileSystem.fingerprint(path) == saved, saved.size == UInt64(length) else { return nil }
                 let file = try FileDescriptor.open(path, flags: O_RDWR)
                 index.segments.append(
-                    SegmentState(firstPosition: firstPosition, path: path, file: file, length: length, isSealed: sealed))
+                    SegmentState(firstPosition: firstPosition, path: path, file: file, length: length, isSealed: sealed)
+                )
             }
             let batchCount = try reader.readCount()
             index.batches.reserveCapacity(batchCount)

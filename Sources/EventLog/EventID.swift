@@ -1,7 +1,8 @@
+import Foundation
+
 #if canImport(Glibc)
     import Glibc
 #endif
-import Foundation
 
 /// A 16-byte event id (a UUID or ULID). Appending an id that is already in the log writes nothing and
 /// acknowledges the original position.

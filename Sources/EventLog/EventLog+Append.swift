@@ -212,7 +212,9 @@ extension EventLog {
         }
         for (request, error) in rejected { request.completion(.failure(error)) }
         if let failure {
-            for request in group { request.completion(.failure(EventLogError(.closed, failure.message, cause: failure))) }
+            for request in group {
+                request.completion(.failure(EventLogError(.closed, failure.message, cause: failure)))
+            }
             return
         }
         guard !accepted.isEmpty else { return }
@@ -231,7 +233,9 @@ extension EventLog {
             while start < pending.count {
                 var end = start
                 var size = 0
-                while end < pending.count && (end == start || size + pending[end].payload.count + 64 <= configuration.batchSize) {
+                while end < pending.count
+                    && (end == start || size + pending[end].payload.count + 64 <= configuration.batchSize)
+                {
                     size += pending[end].payload.count + pending[end].stream.utf8.count + 40
                     end += 1
                 }
@@ -528,7 +532,9 @@ extension Dictionary {
     @inline(__always) private static func read(_ slot: inout Value, into result: inout Value) { result = slot }
 
     /// Runs `body` on the value for `key` in place (inserting `defaultValue` first when absent): one probe.
-    @inline(__always) mutating func modify(_ key: Key, default defaultValue: @autoclosure () -> Value, _ body: (inout Value) -> Void) {
+    @inline(__always) mutating func modify(
+        _ key: Key, default defaultValue: @autoclosure () -> Value, _ body: (inout Value) -> Void
+    ) {
         body(&self[key, default: defaultValue()])
     }
 }

@@ -54,18 +54,22 @@ extension EventLog {
         let start = max(from.rawValue, 1)
         var batchNumber: Int? = state.withLock { $0.batchIndex(holding: start) }
         while let number = batchNumber {
-            guard let (location, file, committed) = state.withLock({ index -> (BatchLocation, FileDescriptor, UInt64)? in
-                guard number < index.batches.count, index.batches[number].firstPosition <= index.committed else {
-                    return nil
-                }
-                let location = index.batches[number]
-                return (location, index.segments[Int(location.segment)].file, index.committed)
-            }) else { return }
+            guard
+                let (location, file, committed) = state.withLock({ index -> (BatchLocation, FileDescriptor, UInt64)? in
+                    guard number < index.batches.count, index.batches[number].firstPosition <= index.committed else {
+                        return nil
+                    }
+                    let location = index.batches[number]
+                    return (location, index.segments[Int(location.segment)].file, index.committed)
+                })
+            else { return }
             let (header, block) = try loadBlock(location, file: file, useCache: useCache)
             let skip = start > header.firstPosition ? Int(start - header.firstPosition) : 0
-            let last = committed >= header.lastPosition ? Int(header.count) - 1 : Int(committed) - Int(header.firstPosition)
+            let last =
+                committed >= header.lastPosition ? Int(header.count) - 1 : Int(committed) - Int(header.firstPosition)
             var stopped = false
-            let outcome = BatchDecoder.decode(header: header, block: block, wanted: { $0 >= skip && $0 <= last }) {
+            let wanted: (Int) -> Bool = { $0 >= skip && $0 <= last }
+            let outcome = BatchDecoder.decode(header: header, block: block, wanted: wanted) {
                 guard body($0) else {
                     stopped = true
                     return false
@@ -102,7 +106,8 @@ extension EventLog {
             guard let (location, file) = locations[number], let wanted = slotsByBatch[number] else { continue }
             let (header, block) = try loadBlock(location, file: file, useCache: true)
             var remaining = wanted.count
-            let outcome = BatchDecoder.decode(header: header, block: block, wanted: { wanted[$0] != nil }) { record in
+            let isWanted: (Int) -> Bool = { wanted[$0] != nil }
+            let outcome = BatchDecoder.decode(header: header, block: block, wanted: isWanted) { record in
                 for slot in wanted[Int(record.position.rawValue - header.firstPosition)] ?? [] { found[slot] = record }
                 remaining -= 1
                 return remaining > 0
@@ -158,7 +163,8 @@ extension EventLog {
     public func lowerBoundPosition(forTime time: Int64) -> Position {
         state.withLock { index in
             let number = index.firstBatch(withMaxTimeAtLeast: time)
-            return number < index.batches.count ? Position(index.batches[number].firstPosition) : Position(index.committed + 1)
+            return number < index.batches.count
+                ? Position(index.batches[number].firstPosition) : Position(index.committed + 1)
         }
     }
 

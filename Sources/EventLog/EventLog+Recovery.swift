@@ -88,7 +88,8 @@ extension EventLog {
                     try file.syncData()
                     report.truncatedBytes += bytes.count - stop.offset
                     report.notes.append(
-                        "truncated a torn tail of \(bytes.count - stop.offset) bytes in \(name) at offset \(stop.offset)")
+                        "truncated a torn tail of \(bytes.count - stop.offset) bytes in \(name) at offset \(stop.offset)"
+                    )
                     length = stop.offset
                 } else {
                     try corruption(

@@ -67,7 +67,8 @@ extension EventLog {
             let bytes = Array(all.prefix(segment.length))
             let scanner = SegmentScanner(name: name, bytes: bytes)
             guard let first = try scanner.parseHeader() else {
-                problems.append(VerificationProblem(segment: name, offset: 0, position: expected, kind: "badSegmentHeader"))
+                problems.append(
+                    VerificationProblem(segment: name, offset: 0, position: expected, kind: "badSegmentHeader"))
                 continue
             }
             if first != expected {
@@ -87,7 +88,8 @@ extension EventLog {
                         digest = footer.digest
                     } else if footer.lastPosition != expected - 1 || footer.digest != digest {
                         problems.append(
-                            VerificationProblem(segment: name, offset: offset, position: expected, kind: "footerMismatch"))
+                            VerificationProblem(
+                                segment: name, offset: offset, position: expected, kind: "footerMismatch"))
                     }
                     sealed = true
                     if offset + BatchFormat.footerSize != bytes.count {
@@ -122,7 +124,10 @@ extension EventLog {
                     resynchronised = true
                     continue
                 case .success(let (header, block)):
-                    if header.firstPosition > committed { offset = bytes.count; continue }
+                    if header.firstPosition > committed {
+                        offset = bytes.count
+                        continue
+                    }
                     if header.firstPosition != expected && !resynchronised {
                         problems.append(
                             VerificationProblem(segment: name, offset: offset, position: expected, kind: "positionGap"))
@@ -139,12 +144,14 @@ extension EventLog {
                     if chained != header.digest {
                         problems.append(
                             VerificationProblem(
-                                segment: name, offset: offset, position: header.firstPosition, kind: "hashChainMismatch"))
+                                segment: name, offset: offset, position: header.firstPosition, kind: "hashChainMismatch"
+                            ))
                     }
                     if BatchDecoder.records(header: header, block: block) == nil {
                         problems.append(
                             VerificationProblem(
-                                segment: name, offset: offset, position: header.firstPosition, kind: "recordDecodeFailed"))
+                                segment: name, offset: offset, position: header.firstPosition,
+                                kind: "recordDecodeFailed"))
                     } else {
                         records += UInt64(header.count)
                     }

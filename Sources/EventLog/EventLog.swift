@@ -249,7 +249,8 @@ struct StateFile: Equatable {
         var crcReader = BinaryReader(bytes, offset: max(0, bytes.count - 4))
         guard bytes.count == 8 + 2 + 1 + 8 + 32 + 4,
             CRC32C.checksum(Array(bytes[0..<(bytes.count - 4)])) == (try? crcReader.readUInt32()),
-            let version = try? reader.readUInt16(), let clean = try? reader.readByte(), let head = try? reader.readUInt64(),
+            let version = try? reader.readUInt16(), let clean = try? reader.readByte(),
+            let head = try? reader.readUInt64(),
             let digest = try? reader.readBytes(32)
         else { return StateFile(isClean: false, head: 0, digest: BatchFormat.zeroDigest) }
         guard version == BatchFormat.version else {

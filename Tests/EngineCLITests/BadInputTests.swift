@@ -23,47 +23,79 @@ struct BadInput: CustomTestStringConvertible, Sendable {
     }
 
     static let u9 = event(
-        "UserRegistered", at: "2026-11-20T10:00:00.000Z", #"{"user":"u9","method":"email","email":"u9@example.com","name":"Nine"}"#)
+        "UserRegistered", at: "2026-11-20T10:00:00.000Z",
+        #"{"user":"u9","method":"email","email":"u9@example.com","name":"Nine"}"#)
 
     static let all: [BadInput] = [
         .importing("malformed JSON", "line 2: undecodable", [u9, #"{"type":"UserRegistered","data":{"user":"#]),
-        .importing("unknown event type", "unknown event type 'UserTeleported'", [u9, #"{"type":"UserTeleported","data":{}}"#]),
+        .importing(
+            "unknown event type", "unknown event type 'UserTeleported'", [u9, #"{"type":"UserTeleported","data":{}}"#]),
         .importing(
             "missing field", "missing field 'sender'",
-            [u9, event("MessageSent", at: Scenario.time(50), #"{"room":"g1","message":"m9","kind":"text","body":"hi"}"#)]),
+            [
+                u9,
+                event("MessageSent", at: Scenario.time(50), #"{"room":"g1","message":"m9","kind":"text","body":"hi"}"#),
+            ]),
         .importing(
             "wrong type of field", "line 1: undecodable: wrong type at 'data.members'",
-            [event("RoomCreated", at: Scenario.time(50), #"{"room":"g9","kind":"group","by":"u1","members":"u2","name":"x"}"#)]),
+            [
+                event(
+                    "RoomCreated", at: Scenario.time(50),
+                    #"{"room":"g9","kind":"group","by":"u1","members":"u2","name":"x"}"#)
+            ]),
         .importing(
             "unknown user", "line 2: userNotFound",
             [u9, event("FriendRequested", at: Scenario.time(50), #"{"from":"u1","to":"u99"}"#)]),
         .importing(
             "non-member posting", "notAMember",
-            [event("MessageSent", at: Scenario.time(50), #"{"room":"g1","message":"m9","sender":"u4","kind":"text","body":"hi"}"#)]),
+            [
+                event(
+                    "MessageSent", at: Scenario.time(50),
+                    #"{"room":"g1","message":"m9","sender":"u4","kind":"text","body":"hi"}"#)
+            ]),
         .importing(
             "oversized body", "bodyTooLong",
             [
                 event(
                     "MessageSent", at: Scenario.time(50),
-                    #"{"room":"g1","message":"m9","sender":"u1","kind":"text","body":"\#(String(repeating: "a", count: 10_001))"}"#)
+                    #"{"room":"g1","message":"m9","sender":"u1","kind":"text","body":"\#(String(repeating: "a", count: 10_001))"}"#
+                )
             ]),
         .importing(
             "bad URL", "invalidURL",
             [event("ProfileUpdated", at: Scenario.time(50), #"{"user":"u1","photoURL":"javascript:alert(1)"}"#)]),
         .importing(
             "image without an http(s) URL", "invalidMedia",
-            [event("MessageSent", at: Scenario.time(50), #"{"room":"g1","message":"m9","sender":"u1","kind":"image","media":{"url":"file:///etc/passwd"}}"#)]),
+            [
+                event(
+                    "MessageSent", at: Scenario.time(50),
+                    #"{"room":"g1","message":"m9","sender":"u1","kind":"image","media":{"url":"file:///etc/passwd"}}"#)
+            ]),
         .importing(
             "bad phone", "invalidPhone",
-            [event("UserRegistered", at: Scenario.time(50), #"{"user":"u9","method":"phone","phone":"0101","name":"Nine"}"#)]),
+            [
+                event(
+                    "UserRegistered", at: Scenario.time(50),
+                    #"{"user":"u9","method":"phone","phone":"0101","name":"Nine"}"#)
+            ]),
         .importing(
             "bad email", "invalidEmail",
-            [event("UserRegistered", at: Scenario.time(50), #"{"user":"u9","method":"email","email":"nine-at-example","name":"Nine"}"#)]),
+            [
+                event(
+                    "UserRegistered", at: Scenario.time(50),
+                    #"{"user":"u9","method":"email","email":"nine-at-example","name":"Nine"}"#)
+            ]),
         .importing(
             "duplicate id with different content in one file", "line 2: conflictingID",
             [
-                event("UserRegistered", at: Scenario.time(50), #"{"user":"u9","method":"email","email":"u9@example.com"}"#, id: "00000000-0000-0000-0000-0000000000aa"),
-                event("UserRegistered", at: Scenario.time(51), #"{"user":"u8","method":"email","email":"u8@example.com"}"#, id: "00000000-0000-0000-0000-0000000000aa"),
+                event(
+                    "UserRegistered", at: Scenario.time(50),
+                    #"{"user":"u9","method":"email","email":"u9@example.com"}"#,
+                    id: "00000000-0000-0000-0000-0000000000aa"),
+                event(
+                    "UserRegistered", at: Scenario.time(51),
+                    #"{"user":"u8","method":"email","email":"u8@example.com"}"#,
+                    id: "00000000-0000-0000-0000-0000000000aa"),
             ]),
         BadInput(name: "duplicate id with different content in the log", phrase: "conflictingID") { sandbox in
             // Line 1 of the export, with its id kept and its content changed.
@@ -74,20 +106,28 @@ struct BadInput: CustomTestStringConvertible, Sendable {
         },
         .importing(
             "time in a wrong format", "is not an ISO 8601 UTC time",
-            [#"{"time":"20/11/2026 09:00","type":"UserRegistered","data":{"user":"u9","method":"email","email":"u9@example.com"}}"#]),
+            [
+                #"{"time":"20/11/2026 09:00","type":"UserRegistered","data":{"user":"u9","method":"email","email":"u9@example.com"}}"#
+            ]),
         .importing(
             "stream that is not the event's", "wrongStream",
-            [#"{"type":"UserRegistered","stream":"room:g1","data":{"user":"u9","method":"email","email":"u9@example.com"}}"#]),
+            [
+                #"{"type":"UserRegistered","stream":"room:g1","data":{"user":"u9","method":"email","email":"u9@example.com"}}"#
+            ]),
         .importing(
             "actor who may not do it", "wrongActor",
-            [event("FriendRequestAccepted", at: Scenario.time(50), #"{"from":"u5","to":"u1"}"#).replacingOccurrences(of: "{\"time\"", with: "{\"actor\":\"u5\",\"time\"")]),
+            [
+                event("FriendRequestAccepted", at: Scenario.time(50), #"{"from":"u5","to":"u1"}"#).replacingOccurrences(
+                    of: "{\"time\"", with: "{\"actor\":\"u5\",\"time\"")
+            ]),
         BadInput(name: "a file that is not JSON", phrase: "is not JSON") { sandbox in
             ["import", try sandbox.file("notes.txt", "Dear diary,\ntoday I imported a file.\n")]
         },
         BadInput(name: "an empty file", phrase: "the file is empty") { sandbox in
             ["import", try sandbox.file("empty.jsonl", "\n\n")]
         },
-        BadInput(name: "a missing file", phrase: "no such file") { sandbox in ["import", sandbox.root + "/nope.jsonl"] },
+        BadInput(name: "a missing file", phrase: "no such file") { sandbox in ["import", sandbox.root + "/nope.jsonl"]
+        },
         BadInput(name: "a directory as the file", phrase: "is a directory") { sandbox in ["import", sandbox.root] },
         BadInput(name: "unknown --format", phrase: "unknown --format 'xml'") { sandbox in
             ["import", try sandbox.file("input.jsonl", u9), "--format", "xml"]
@@ -98,12 +138,14 @@ struct BadInput: CustomTestStringConvertible, Sendable {
         BadInput(name: "a JSON object of no known shape", phrase: "not a known Firebase export") { sandbox in
             ["import", try sandbox.file("other.json", #"{"products":{"p1":{"price":3}}}"#)]
         },
-        BadInput(name: "a directory that is not a Parley log", phrase: "is not a Parley log", ownData: true) { sandbox in
+        BadInput(name: "a directory that is not a Parley log", phrase: "is not a Parley log", ownData: true) {
+            sandbox in
             try FileManager.default.createDirectory(atPath: sandbox.root + "/photos", withIntermediateDirectories: true)
             try sandbox.file("photos/cat.jpg", "not really a cat")
             return ["stats", "--data", sandbox.root + "/photos"]
         },
-        BadInput(name: "importing into a directory that is not a Parley log", phrase: "not a Parley log", ownData: true) {
+        BadInput(name: "importing into a directory that is not a Parley log", phrase: "not a Parley log", ownData: true)
+        {
             sandbox in
             try FileManager.default.createDirectory(atPath: sandbox.root + "/photos", withIntermediateDirectories: true)
             try sandbox.file("photos/cat.jpg", "not really a cat")
@@ -121,10 +163,12 @@ struct BadInput: CustomTestStringConvertible, Sendable {
         BadInput(name: "audit --limit -1", status: 64, phrase: "--limit must be a positive number") { _ in
             ["audit", "--limit=-1"]
         },
-        BadInput(name: "unknown query kind", status: 64, phrase: "Unexpected argument 'followers'", ownData: true) { _ in
+        BadInput(name: "unknown query kind", status: 64, phrase: "Unexpected argument 'followers'", ownData: true) {
+            _ in
             ["query", "followers"]
         },
-        BadInput(name: "relationship without --viewer", status: 64, phrase: "Missing expected argument '--viewer") { _ in
+        BadInput(name: "relationship without --viewer", status: 64, phrase: "Missing expected argument '--viewer") {
+            _ in
             ["query", "relationship", "--user", "u2"]
         },
         BadInput(name: "lookup with both --phone and --email", status: 64, phrase: "exactly one of --phone") { _ in
@@ -156,7 +200,9 @@ struct BadInput: CustomTestStringConvertible, Sendable {
         BadInput(name: "repair without the flag", phrase: "pass --truncate-at-corruption") { _ in ["repair"] },
         BadInput(
             name: "append of an event by an unknown user", phrase: #"{"line":1,"error":{"code":"userNotFound""#,
-            stdin: event("MessageSent", at: Scenario.time(50), #"{"room":"g1","message":"m9","sender":"u404","kind":"text","body":"hi"}"#)
+            stdin: event(
+                "MessageSent", at: Scenario.time(50),
+                #"{"room":"g1","message":"m9","sender":"u404","kind":"text","body":"hi"}"#)
         ) { _ in ["append"] },
     ]
 }

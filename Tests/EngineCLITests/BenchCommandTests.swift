@@ -118,7 +118,9 @@ func quickBenchAgainstSQLitePrintsWellFormedJSON() throws {
         #expect(workload["ratio"]?.number != nil, "\(name) has no ratio")
         var keys: [String] = []
         if name.hasPrefix("append") || name == "scan" { keys += ["eventsPerSecond", "mbPerSecond"] }
-        if name.hasPrefix("append") || name == "read-room" || name == "audit-actor" { keys += ["p50Micros", "p99Micros"] }
+        if name.hasPrefix("append") || name == "read-room" || name == "audit-actor" {
+            keys += ["p50Micros", "p99Micros"]
+        }
         if name == "replay" { keys.append("eventsPerSecond") }
         if name == "append-concurrent" { keys.append("p999Micros") }
         if name == "size" { keys += ["bytesPerEvent", "jsonLinesBytesPerEvent"] }

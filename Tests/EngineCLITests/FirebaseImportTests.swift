@@ -105,12 +105,14 @@ struct FirebaseImportTests {
         #expect(
             asha == [
                 RoomRowJSON(
-                    room: "-Nroom2", kind: "direct", title: "Chen", counterpart: CounterpartJSON(user: "+14155550103", name: "Chen"),
+                    room: "-Nroom2", kind: "direct", title: "Chen",
+                    counterpart: CounterpartJSON(user: "+14155550103", name: "Chen"),
                     lastMessage: LastMessageJSON(
                         id: "-Nm6", sender: "+14155550103", preview: "Hi! Long time", time: "2025-11-20T09:06:00.000Z"),
                     unread: 1),
                 RoomRowJSON(
-                    room: "-Nroom1", kind: "direct", title: "Ben", counterpart: CounterpartJSON(user: "+14155550102", name: "Ben"),
+                    room: "-Nroom1", kind: "direct", title: "Ben",
+                    counterpart: CounterpartJSON(user: "+14155550102", name: "Ben"),
                     lastMessage: LastMessageJSON(
                         id: "-Nm4", sender: "+14155550102", preview: "Coffee later?", time: "2025-11-20T09:03:00.000Z"),
                     unread: 1),
@@ -132,7 +134,8 @@ struct FirebaseImportTests {
         #expect(page.messages.map(\.body) == ["Hi Ben!", "Hey Asha, how are you?", "Great, thanks", "Coffee later?"])
         #expect(page.messages.map(\.sender) == ["+14155550101", "+14155550102", "+14155550101", "+14155550102"])
         #expect(page.messages.map(\.time) == (0...3).map { "2025-11-20T09:0\($0):00.000Z" })
-        let lookup = try #require(try sandbox.ok("query", "lookup", "--phone", "+14155550103", "--json").json() as? [String: Any])
+        let lookup = try #require(
+            try sandbox.ok("query", "lookup", "--phone", "+14155550103", "--json").json() as? [String: Any])
         #expect(lookup["name"] as? String == "Chen")
 
         let again: ImportSummary = try sandbox.ok("import", file, "--json").decode()
@@ -154,25 +157,32 @@ struct FirebaseImportTests {
         #expect(
             alice == [
                 RoomRowJSON(
-                    room: "dm_uidA_uidB", kind: "direct", title: "Bob", counterpart: CounterpartJSON(user: "uidB", name: "Bob"),
-                    lastMessage: LastMessageJSON(id: "-Ma4", sender: "uidB", preview: "[video]", time: "2025-11-20T09:01:30.000Z"),
+                    room: "dm_uidA_uidB", kind: "direct", title: "Bob",
+                    counterpart: CounterpartJSON(user: "uidB", name: "Bob"),
+                    lastMessage: LastMessageJSON(
+                        id: "-Ma4", sender: "uidB", preview: "[video]", time: "2025-11-20T09:01:30.000Z"),
                     unread: 2),
                 RoomRowJSON(
-                    room: "dm_uidA_uidC", kind: "direct", title: "Carol", counterpart: CounterpartJSON(user: "uidC", name: "Carol"),
-                    lastMessage: LastMessageJSON(id: "-Ma3", sender: "uidC", preview: "Lunch?", time: "2025-11-20T09:00:30.000Z"),
+                    room: "dm_uidA_uidC", kind: "direct", title: "Carol",
+                    counterpart: CounterpartJSON(user: "uidC", name: "Carol"),
+                    lastMessage: LastMessageJSON(
+                        id: "-Ma3", sender: "uidC", preview: "Lunch?", time: "2025-11-20T09:00:30.000Z"),
                     unread: 1),
             ])
         let page: MessagePageJSON = try sandbox.ok("query", "messages", "--room", "dm_uidA_uidB", "--json").decode()
         #expect(
             page.messages == [
                 MessageJSON(
-                    id: "-Ma1", sender: "uidA", kind: "text", body: "Hi Bob", time: "2025-11-20T09:00:00.000Z", edited: false,
+                    id: "-Ma1", sender: "uidA", kind: "text", body: "Hi Bob", time: "2025-11-20T09:00:00.000Z",
+                    edited: false,
                     deleted: false),
                 MessageJSON(
-                    id: "-Ma2", sender: "uidB", kind: "image", body: nil, media: MediaJSON(url: "https://img.example.com/cat.jpg"),
+                    id: "-Ma2", sender: "uidB", kind: "image", body: nil,
+                    media: MediaJSON(url: "https://img.example.com/cat.jpg"),
                     time: "2025-11-20T09:01:00.000Z", edited: false, deleted: false),
                 MessageJSON(
-                    id: "-Ma4", sender: "uidB", kind: "video", body: nil, media: MediaJSON(url: "https://vid.example.com/clip.mp4"),
+                    id: "-Ma4", sender: "uidB", kind: "video", body: nil,
+                    media: MediaJSON(url: "https://vid.example.com/clip.mp4"),
                     time: "2025-11-20T09:01:30.000Z", edited: false, deleted: false),
             ])
         let again: ImportSummary = try sandbox.ok("import", file, "--json").decode()
@@ -191,15 +201,21 @@ struct FirebaseImportTests {
         #expect(
             owner == [
                 RoomRowJSON(
-                    room: "chatA", kind: "direct", title: "rexdad", counterpart: CounterpartJSON(user: "wU2", name: "rexdad"),
-                    lastMessage: LastMessageJSON(id: "t3", sender: "wU2", preview: "See you there", time: "2025-11-20T09:03:20.000Z"),
+                    room: "chatA", kind: "direct", title: "rexdad",
+                    counterpart: CounterpartJSON(user: "wU2", name: "rexdad"),
+                    lastMessage: LastMessageJSON(
+                        id: "t3", sender: "wU2", preview: "See you there", time: "2025-11-20T09:03:20.000Z"),
                     unread: 1)
             ])
         let page: MessagePageJSON = try sandbox.ok("query", "messages", "--room", "chatA", "--json").decode()
         #expect(page.messages.map(\.id) == ["t1", "t2", "t3"])
         #expect(page.messages.map(\.body) == ["Walk at 5?", "Sure, Zilker park", "See you there"])
-        #expect(page.messages.map(\.time) == ["2025-11-20T09:00:00.000Z", "2025-11-20T09:01:40.500Z", "2025-11-20T09:03:20.000Z"])
-        let profile = try #require(try sandbox.ok("query", "profile", "--user", "wU2", "--json").json() as? [String: Any])
+        #expect(
+            page.messages.map(\.time) == [
+                "2025-11-20T09:00:00.000Z", "2025-11-20T09:01:40.500Z", "2025-11-20T09:03:20.000Z",
+            ])
+        let profile = try #require(
+            try sandbox.ok("query", "profile", "--user", "wU2", "--json").json() as? [String: Any])
         #expect((profile["location"] as? [String: Any])?["city"] as? String == "Austin")
         let dogs = try #require(profile["dogs"] as? [[String: Any]])
         #expect(dogs.first?["name"] as? String == "Rex")

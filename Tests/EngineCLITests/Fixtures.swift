@@ -23,8 +23,10 @@ enum Scenario {
         ("FriendRequestAccepted", #"{"from":"u2","to":"u3"}"#),  // 12
         ("FriendRequested", #"{"from":"u1","to":"u4"}"#),  // 13
         ("FriendRequested", #"{"from":"u5","to":"u1"}"#),  // 14
-        ("RoomCreated", #"{"room":"g1","kind":"group","by":"u1","members":["u1","u2","u3"],"name":"Trail crew"}"#),  // 15
-        ("MessageSent", #"{"room":"g1","message":"m1","sender":"u1","kind":"text","body":"Who is up for a walk?"}"#),  // 16
+        // 15
+        ("RoomCreated", #"{"room":"g1","kind":"group","by":"u1","members":["u1","u2","u3"],"name":"Trail crew"}"#),
+        // 16
+        ("MessageSent", #"{"room":"g1","message":"m1","sender":"u1","kind":"text","body":"Who is up for a walk?"}"#),
         ("MessageSent", #"{"room":"g1","message":"m2","sender":"u2","kind":"text","body":"Me!"}"#),  // 17
         ("MessageSent", #"{"room":"g1","message":"m3","sender":"u3","kind":"text","body":"Count me in"}"#),  // 18
         ("MessageEdited", #"{"room":"g1","message":"m2","body":"Me! With Rex"}"#),  // 19
@@ -44,9 +46,18 @@ enum Scenario {
         ("RSVPGiven", #"{"activity":"a1","user":"u2","answer":"going"}"#),  // 27
         ("FeelingDefined", #"{"feeling":"joy","name":"Joy","emoji":"😊"}"#),  // 28
         ("FeelingDefined", #"{"feeling":"calm","name":"Calm","emoji":"🌿"}"#),  // 29
-        ("GratitudeTagged", #"{"gratitude":"g-1","author":"u1","recipient":"u2","body":"Thanks for the walk","feeling":"joy"}"#),  // 30
-        ("GratitudeTagged", #"{"gratitude":"g-2","author":"u1","recipient":"u3","body":"Lovely chat","feeling":"calm"}"#),  // 31
-        ("GratitudeTagged", #"{"gratitude":"g-3","author":"u1","recipient":"u2","body":"Rex is great","feeling":"joy"}"#),  // 32
+        (
+            "GratitudeTagged",
+            #"{"gratitude":"g-1","author":"u1","recipient":"u2","body":"Thanks for the walk","feeling":"joy"}"#
+        ),  // 30
+        (
+            "GratitudeTagged",
+            #"{"gratitude":"g-2","author":"u1","recipient":"u3","body":"Lovely chat","feeling":"calm"}"#
+        ),  // 31
+        (
+            "GratitudeTagged",
+            #"{"gratitude":"g-3","author":"u1","recipient":"u2","body":"Rex is great","feeling":"joy"}"#
+        ),  // 32
     ]
 
     /// The scenario as JSON Lines (no ids: the import generates them).

@@ -49,9 +49,15 @@ struct ImportTests {
     @Test func oneBadLineRejectsTheWholeFileUnlessSkipped() throws {
         let sandbox = try Scenario.sandbox()
         let lines = [
-            event("UserRegistered", at: Scenario.time(40), #"{"user":"u6","method":"email","email":"fe@example.com","name":"Fe"}"#),
-            event("UserRegistered", at: Scenario.time(41), #"{"user":"u7","method":"email","email":"gu@example.com","name":"Gu"}"#),
-            event("MessageSent", at: Scenario.time(42), #"{"room":"g1","message":"m9","sender":"u6","kind":"text","body":"hi"}"#),
+            event(
+                "UserRegistered", at: Scenario.time(40),
+                #"{"user":"u6","method":"email","email":"fe@example.com","name":"Fe"}"#),
+            event(
+                "UserRegistered", at: Scenario.time(41),
+                #"{"user":"u7","method":"email","email":"gu@example.com","name":"Gu"}"#),
+            event(
+                "MessageSent", at: Scenario.time(42),
+                #"{"room":"g1","message":"m9","sender":"u6","kind":"text","body":"hi"}"#),
             event("FriendRequested", at: Scenario.time(43), #"{"from":"u6","to":"u7"}"#),
             event("FriendRequestAccepted", at: Scenario.time(44), #"{"from":"u6","to":"u7"}"#),
         ]
@@ -75,7 +81,9 @@ struct ImportTests {
     @Test func aRejectedFileListsTwentyProblemsAndTheTotal() throws {
         let sandbox = try Scenario.sandbox()
         let lines = (1...25).map { n in
-            event("MessageSent", at: Scenario.time(40), #"{"room":"nowhere","message":"x\#(n)","sender":"u1","kind":"text","body":"hi"}"#)
+            event(
+                "MessageSent", at: Scenario.time(40),
+                #"{"room":"nowhere","message":"x\#(n)","sender":"u1","kind":"text","body":"hi"}"#)
         }
         let file = try sandbox.file("bad.jsonl", lines.joined(separator: "\n"))
         let run = try sandbox.run("import", file)
@@ -90,16 +98,27 @@ struct ImportTests {
     @Test func appendAcknowledgesEachDurableLineAndReportsBadOnes() throws {
         let sandbox = try Sandbox()
         let input = [
-            event("UserRegistered", at: Scenario.time(1), #"{"user":"u1","method":"phone","phone":"+14155550101","name":"Ada"}"#, id: "00000000-0000-0000-0000-000000000001"),
-            event("UserRegistered", at: Scenario.time(2), #"{"user":"u2","method":"phone","phone":"0101","name":"Bo"}"#),
+            event(
+                "UserRegistered", at: Scenario.time(1),
+                #"{"user":"u1","method":"phone","phone":"+14155550101","name":"Ada"}"#,
+                id: "00000000-0000-0000-0000-000000000001"),
+            event(
+                "UserRegistered", at: Scenario.time(2), #"{"user":"u2","method":"phone","phone":"0101","name":"Bo"}"#),
             "",
             "{not json",
-            event("UserRegistered", at: Scenario.time(3), #"{"user":"u3","method":"email","email":"cy@example.com","name":"Cy"}"#),
-            event("UserRegistered", at: Scenario.time(1), #"{"user":"u1","method":"phone","phone":"+14155550101","name":"Ada"}"#, id: "00000000-0000-0000-0000-000000000001"),
+            event(
+                "UserRegistered", at: Scenario.time(3),
+                #"{"user":"u3","method":"email","email":"cy@example.com","name":"Cy"}"#),
+            event(
+                "UserRegistered", at: Scenario.time(1),
+                #"{"user":"u1","method":"phone","phone":"+14155550101","name":"Ada"}"#,
+                id: "00000000-0000-0000-0000-000000000001"),
         ].joined(separator: "\n")
         let run = try sandbox.run("append", stdin: input)
         #expect(run.status == 1, "\(run)")
-        let acks = try run.lines.map { try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]) }
+        let acks = try run.lines.map {
+            try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
+        }
         #expect(acks.map { $0["line"] as? Int } == [1, 5, 6])
         #expect(acks.map { $0["position"] as? Int } == [1, 2, 1])
         #expect(acks[0]["id"] as? String == "00000000-0000-0000-0000-000000000001")
@@ -137,7 +156,8 @@ struct ImportTests {
         }
         for n in 1...3 {
             let line = event(
-                "UserRegistered", at: Scenario.time(n), #"{"user":"u\#(n)","method":"email","email":"u\#(n)@example.com"}"#)
+                "UserRegistered", at: Scenario.time(n),
+                #"{"user":"u\#(n)","method":"email","email":"u\#(n)@example.com"}"#)
             input.fileHandleForWriting.write(Data((line + "\n").utf8))
             // The acknowledgement comes while standard input is still open: append does not wait for the end.
             #expect(readLine().hasPrefix("{\"line\":\(n),\"position\":\(n),\"id\":"))
@@ -151,9 +171,14 @@ struct ImportTests {
     @Test func aCorruptBatchStopsQueriesAndVerifyNamesTheSpot() throws {
         let sandbox = try Sandbox()
         var lines = [
-            event("UserRegistered", at: Scenario.time(1), #"{"user":"u1","method":"phone","phone":"+14155550101","name":"Ada"}"#),
-            event("UserRegistered", at: Scenario.time(2), #"{"user":"u2","method":"phone","phone":"+14155550102","name":"Bo"}"#),
-            event("RoomCreated", at: Scenario.time(3), #"{"room":"r1","kind":"direct","by":"u1","members":["u1","u2"]}"#),
+            event(
+                "UserRegistered", at: Scenario.time(1),
+                #"{"user":"u1","method":"phone","phone":"+14155550101","name":"Ada"}"#),
+            event(
+                "UserRegistered", at: Scenario.time(2),
+                #"{"user":"u2","method":"phone","phone":"+14155550102","name":"Bo"}"#),
+            event(
+                "RoomCreated", at: Scenario.time(3), #"{"room":"r1","kind":"direct","by":"u1","members":["u1","u2"]}"#),
         ]
         // Varied bodies, so that the batches stay large after compression.
         var generator = SystemRandomNumberGenerator()

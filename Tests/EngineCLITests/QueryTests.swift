@@ -54,11 +54,13 @@ struct QueryTests {
                 RoomRowJSON(room: "a1-chat", kind: "activity", title: "Morning walk", lastMessage: nil, unread: 0),
                 RoomRowJSON(
                     room: "d1", kind: "direct", title: "Bo", counterpart: CounterpartJSON(user: "u2", name: "Bo"),
-                    lastMessage: LastMessageJSON(id: "m5", sender: "u2", preview: "Message deleted", time: Scenario.time(23)),
+                    lastMessage: LastMessageJSON(
+                        id: "m5", sender: "u2", preview: "Message deleted", time: Scenario.time(23)),
                     unread: 0),
                 RoomRowJSON(
                     room: "g1", kind: "group", title: "Trail crew",
-                    lastMessage: LastMessageJSON(id: "m3", sender: "u3", preview: "Count me in", time: Scenario.time(18)),
+                    lastMessage: LastMessageJSON(
+                        id: "m3", sender: "u3", preview: "Count me in", time: Scenario.time(18)),
                     unread: 2),
             ])
         let limited: [RoomRowJSON] = try sandbox.ok("query", "rooms", "--user", "u1", "--json", "--limit", "1").decode()
@@ -66,7 +68,8 @@ struct QueryTests {
         let table = try sandbox.ok("query", "rooms", "--user", "u1")
         #expect(table.lines.count == 5)
         #expect(table.lines[0].hasPrefix("room "))
-        #expect(table.lines[4].hasPrefix("g1 ") && table.lines[4].contains("Count me in") && table.lines[4].hasSuffix("2"))
+        #expect(
+            table.lines[4].hasPrefix("g1 ") && table.lines[4].contains("Count me in") && table.lines[4].hasSuffix("2"))
     }
 
     @Test func roomShowsMembersAndCounts() throws {
@@ -84,7 +87,8 @@ struct QueryTests {
 
     @Test func messagesPageBackwardsWithCursor() throws {
         let sandbox = try Scenario.sandbox()
-        let newest: MessagePageJSON = try sandbox.ok("query", "messages", "--room", "g1", "--limit", "2", "--json").decode()
+        let newest: MessagePageJSON = try sandbox.ok("query", "messages", "--room", "g1", "--limit", "2", "--json")
+            .decode()
         #expect(
             newest.messages == [
                 MessageJSON(
@@ -121,8 +125,10 @@ struct QueryTests {
     @Test func friendsRequestsConnectionsAndRelationships() throws {
         let sandbox = try Scenario.sandbox()
         #expect(try sandbox.ok("query", "friends", "--user", "u2", "--json").json() as? [String] == ["u1", "u3"])
-        #expect(try sandbox.ok("query", "friends", "--user", "u2", "--json", "--limit", "1").json() as? [String] == ["u1"])
-        let requests = try #require(try sandbox.ok("query", "requests", "--user", "u1", "--json").json() as? [String: [String]])
+        #expect(
+            try sandbox.ok("query", "friends", "--user", "u2", "--json", "--limit", "1").json() as? [String] == ["u1"])
+        let requests = try #require(
+            try sandbox.ok("query", "requests", "--user", "u1", "--json").json() as? [String: [String]])
         #expect(requests == ["incoming": ["u5"], "outgoing": ["u4"]])
         let connections = try #require(
             try sandbox.ok("query", "connections", "--user", "u1", "--json").json() as? [[String: Any]])
@@ -134,13 +140,17 @@ struct QueryTests {
             let object = try #require(
                 try sandbox.ok("query", "relationship", "--viewer", viewer, "--user", user, "--json").json()
                     as? [String: Any])
-            return ["kind": "\(object["kind"] ?? "")", "label": "\(object["label"] ?? "")", "mutual": "\(object["mutual"] ?? "")"]
+            return [
+                "kind": "\(object["kind"] ?? "")", "label": "\(object["label"] ?? "")",
+                "mutual": "\(object["mutual"] ?? "")",
+            ]
         }
         #expect(try relationship("u1", "u1") == ["kind": "self", "label": "You", "mutual": "0"])
         #expect(try relationship("u1", "u2") == ["kind": "friend", "label": "Friend", "mutual": "0"])
         #expect(try relationship("u1", "u3") == ["kind": "connection", "label": "1 mutual friend", "mutual": "1"])
         #expect(try relationship("u1", "u4") == ["kind": "requestSent", "label": "Friend request sent", "mutual": "0"])
-        #expect(try relationship("u1", "u5") == ["kind": "requestReceived", "label": "Wants to be friends", "mutual": "0"])
+        #expect(
+            try relationship("u1", "u5") == ["kind": "requestReceived", "label": "Wants to be friends", "mutual": "0"])
         #expect(try relationship("u4", "u5") == ["kind": "none", "label": "Not connected", "mutual": "0"])
 
         let table = try sandbox.ok("query", "relationship", "--viewer", "u1", "--user", "u3")
@@ -151,7 +161,8 @@ struct QueryTests {
 
     @Test func activityAndFeed() throws {
         let sandbox = try Scenario.sandbox()
-        let activity = try #require(try sandbox.ok("query", "activity", "--activity", "a1", "--json").json() as? [String: Any])
+        let activity = try #require(
+            try sandbox.ok("query", "activity", "--activity", "a1", "--json").json() as? [String: Any])
         #expect(activity["activity"] as? String == "a1")
         #expect(activity["host"] as? String == "u1")
         #expect(activity["kind"] as? String == "walk")
@@ -174,7 +185,8 @@ struct QueryTests {
         #expect(feed.first?["startsAt"] as? String == "2026-11-21T08:00:00.000Z")
         #expect(feed.first?["role"] as? String == "guest")
         #expect(feed.first?["rsvp"] is NSNull)
-        let hostFeed = try #require(try sandbox.ok("query", "feed", "--user", "u1", "--json").json() as? [[String: Any]])
+        let hostFeed = try #require(
+            try sandbox.ok("query", "feed", "--user", "u1", "--json").json() as? [[String: Any]])
         #expect(hostFeed.first?["role"] as? String == "host")
         let later = try sandbox.ok("query", "feed", "--user", "u1", "--from", "2026-11-22T00:00:00.000Z", "--json")
         #expect((try later.json() as? [Any])?.isEmpty == true)
@@ -191,21 +203,29 @@ struct QueryTests {
         #expect(suggestions.map { $0["sameCity"] as? Bool } == [false, true, false])
         #expect(suggestions.map { $0["mutual"] as? Int } == [0, 0, 1])
 
-        let gratitude = try #require(try sandbox.ok("query", "gratitude", "--user", "u1", "--json").json() as? [String: Any])
+        let gratitude = try #require(
+            try sandbox.ok("query", "gratitude", "--user", "u1", "--json").json() as? [String: Any])
         #expect(gratitude["total"] as? Int == 3)
         #expect(gratitude["byFeeling"] as? [String: Int] == ["joy": 2, "calm": 1])
         let history = try #require(gratitude["history"] as? [[String: String]])
         #expect(
             history == [
-                ["gratitude": "g-3", "recipient": "u2", "feeling": "joy", "body": "Rex is great", "time": Scenario.time(32)],
-                ["gratitude": "g-2", "recipient": "u3", "feeling": "calm", "body": "Lovely chat", "time": Scenario.time(31)],
+                [
+                    "gratitude": "g-3", "recipient": "u2", "feeling": "joy", "body": "Rex is great",
+                    "time": Scenario.time(32),
+                ],
+                [
+                    "gratitude": "g-2", "recipient": "u3", "feeling": "calm", "body": "Lovely chat",
+                    "time": Scenario.time(31),
+                ],
                 [
                     "gratitude": "g-1", "recipient": "u2", "feeling": "joy", "body": "Thanks for the walk",
                     "time": Scenario.time(30),
                 ],
             ])
 
-        let profile = try #require(try sandbox.ok("query", "profile", "--user", "u1", "--json").json() as? [String: Any])
+        let profile = try #require(
+            try sandbox.ok("query", "profile", "--user", "u1", "--json").json() as? [String: Any])
         #expect(profile["user"] as? String == "u1")
         #expect(profile["phone"] as? String == "+14155550101")
         #expect(profile["name"] as? String == "Ada")
@@ -289,8 +309,14 @@ struct QueryTests {
         }
         let exited = DispatchSemaphore(value: 0)
         process.terminationHandler = { _ in exited.signal() }
-        process.interrupt()
-        if exited.wait(timeout: .now() + 20) == .timedOut {
+        // Repeat the signal until it exits: under a loaded parallel test run one SIGINT can arrive before the
+        // child's dispatch source is listening, and be lost; a tail that ignores SIGINT still fails below.
+        var attempts = 0
+        repeat {
+            process.interrupt()
+            attempts += 1
+        } while exited.wait(timeout: .now() + 0.5) == .timedOut && attempts < 40
+        if process.isRunning {
             Issue.record("tail did not exit within 20 s of SIGINT")
             process.terminate()
             process.waitUntilExit()

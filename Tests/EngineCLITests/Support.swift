@@ -15,7 +15,9 @@ struct Run: CustomStringConvertible {
     var description: String { "exit \(status)\n--- stdout\n\(stdout)--- stderr\n\(stderr)" }
 
     /// The standard output parsed as JSON.
-    func json() throws -> Any { try JSONSerialization.jsonObject(with: Data(stdout.utf8), options: [.fragmentsAllowed]) }
+    func json() throws -> Any {
+        try JSONSerialization.jsonObject(with: Data(stdout.utf8), options: [.fragmentsAllowed])
+    }
 
     /// The standard output decoded as `T`.
     func decode<T: Decodable>(_ type: T.Type = T.self) throws -> T {
@@ -25,7 +27,8 @@ struct Run: CustomStringConvertible {
 
 /// The built `parley` binary: next to the test bundle (`.build/<triple>/debug/parley`).
 let parleyBinary: String = {
-    let running = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+    let running =
+        (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
         ?? CommandLine.arguments[0]
     var directory = URL(fileURLWithPath: running).deletingLastPathComponent()
     // On macOS the runner sits inside Foo.xctest/Contents/MacOS.
@@ -97,9 +100,12 @@ final class Sandbox {
 
     /// Runs and expects exit status 0.
     @discardableResult
-    func ok(_ arguments: String..., stdin: String? = nil, sourceLocation: SourceLocation = #_sourceLocation) throws -> Run {
+    func ok(_ arguments: String..., stdin: String? = nil, sourceLocation: SourceLocation = #_sourceLocation) throws
+        -> Run
+    {
         let result = try run(arguments, stdin: stdin)
-        #expect(result.status == 0, "parley \(arguments.joined(separator: " ")): \(result)", sourceLocation: sourceLocation)
+        #expect(
+            result.status == 0, "parley \(arguments.joined(separator: " ")): \(result)", sourceLocation: sourceLocation)
         return result
     }
 

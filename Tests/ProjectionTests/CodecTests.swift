@@ -25,7 +25,9 @@ let sampleEvents: [DomainEvent] = [
     .messageSent(
         MessageSent(
             room: "r1", message: "m1", sender: "u1", kind: .video, body: "look",
-            media: Media(url: "https://v.example/1.mp4", mimeType: "video/mp4", bytes: 1000, width: 640, height: 480, durationMs: 1500),
+            media: Media(
+                url: "https://v.example/1.mp4", mimeType: "video/mp4", bytes: 1000, width: 640, height: 480,
+                durationMs: 1500),
             replyTo: "m0", senderName: "Ann")),
     .messageEdited(MessageEdited(room: "r1", message: "m1", body: "look!")),
     .messageDeleted(MessageDeleted(room: "r1", message: "m1")),
@@ -40,14 +42,16 @@ let sampleEvents: [DomainEvent] = [
     .invitationRevoked(InvitationRevoked(activity: "a1", guest: "u3")),
     .rsvpGiven(RSVPGiven(activity: "a1", user: "u2", answer: .maybe)),
     .feelingDefined(FeelingDefined(feeling: "joy", name: "Joy", emoji: "😊")),
-    .gratitudeTagged(GratitudeTagged(gratitude: "g1", author: "u1", recipient: "Mom", body: "Thanks for dinner", feeling: "joy")),
+    .gratitudeTagged(
+        GratitudeTagged(gratitude: "g1", author: "u1", recipient: "Mom", body: "Thanks for dinner", feeling: "joy")),
 ]
 
 /// The bytes of every sample at schema version 1, as stored in logs written by the first release.
 /// A later field addition must keep these decoding to the same events (upcasting).
 let version1Fixtures: [String: String] = [
     "UserRegistered": "0102753100010c2b3134313535353530313233000103416e6e",
-    "ProfileUpdated": "010275310105416e6e20420105616e6e6965011768747470733a2f2f702e6578616d706c652f612e6a70670104646f677301010641757374696e010000000000403e400100000000007058c001020668696b696e6706636f726769730101035265780105636f7267690106",
+    "ProfileUpdated":
+        "010275310105416e6e20420105616e6e6965011768747470733a2f2f702e6578616d706c652f612e6a70670104646f677301010641757374696e010000000000403e400100000000007058c001020668696b696e6706636f726769730101035265780105636f7267690106",
     "FriendRequested": "01027531027532",
     "FriendRequestAccepted": "01027531027532",
     "FriendRequestDeclined": "01027531027532",
@@ -58,11 +62,13 @@ let version1Fixtures: [String: String] = [
     "RoomCreated": "010272310102753102027531027532010757616c6b657273",
     "MemberJoined": "01027231027533",
     "MemberLeft": "01027231027533",
-    "MessageSent": "01027231026d310275310201046c6f6f6b011768747470733a2f2f762e6578616d706c652f312e6d70340109766964656f2f6d703401d00f01800a01c00701b81701026d300103416e6e",
+    "MessageSent":
+        "01027231026d310275310201046c6f6f6b011768747470733a2f2f762e6578616d706c652f312e6d70340109766964656f2f6d703401d00f01800a01c00701b81701026d300103416e6e",
     "MessageEdited": "01027231026d31056c6f6f6b21",
     "MessageDeleted": "01027231026d31",
     "MessagesRead": "01027231027532026d31",
-    "ActivityHosted": "01026131027531010c4d6f726e696e672077616c6b010b5a696c6b6572206c6f6f70809aaaf1c2680180d4e1f4c268010b5a696c6b6572205061726b0761312d63686174",
+    "ActivityHosted":
+        "01026131027531010c4d6f726e696e672077616c6b010b5a696c6b6572206c6f6f70809aaaf1c2680180d4e1f4c268010b5a696c6b6572205061726b0761312d63686174",
     "ActivityUpdated": "0102613101094c6174652077616c6b0001808e99f8c2680000",
     "ActivityCancelled": "01026131",
     "GuestsInvited": "0102613102027532027533",
@@ -188,9 +194,11 @@ let version1Fixtures: [String: String] = [
             let body = generator.text()
             let event = DomainEvent.messageSent(
                 MessageSent(
-                    room: RoomID(generator.text()), message: MessageID(generator.text()), sender: UserID(generator.text()),
+                    room: RoomID(generator.text()), message: MessageID(generator.text()),
+                    sender: UserID(generator.text()),
                     kind: .image, body: generator.bool() ? body : nil,
-                    media: generator.bool() ? Media(url: "https://x/" + body, bytes: Int(generator.next() % 100_000)) : nil))
+                    media: generator.bool()
+                        ? Media(url: "https://x/" + body, bytes: Int(generator.next() % 100_000)) : nil))
             #expect(try DomainEvent.decode(type: event.typeName, payload: event.encodedPayload()) == event)
             let line = EventEnvelope(event: event).jsonLine()
             #expect(try EventEnvelope(jsonLine: line).event == event)

@@ -30,7 +30,8 @@ struct RandomDriver {
             case 0, 1:
                 let u = user()
                 let phone = chance(80) ? "+1415555\(String(format: "%04d", random.next() % 10_000))" : "12"
-                try engine.register(u, method: .phone, phone: phone, name: chance(90) ? u.rawValue.uppercased() : "", time: time)
+                try engine.register(
+                    u, method: .phone, phone: phone, name: chance(90) ? u.rawValue.uppercased() : "", time: time)
             case 2:
                 try engine.updateProfile(
                     ProfileUpdated(
@@ -43,9 +44,14 @@ struct RandomDriver {
             case 8: try engine.cancelFriendRequest(from: user(), to: user(), time: time)
             case 9: try engine.unfriend(user(), user(), time: time)
             case 10:
-                if chance(50) { try engine.block(user(), user(), time: time) } else { try engine.unblock(user(), user(), time: time) }
+                if chance(50) {
+                    try engine.block(user(), user(), time: time)
+                } else {
+                    try engine.unblock(user(), user(), time: time)
+                }
             case 11:
-                let room = try engine.createGroup(by: user(), name: "G\(random.next() % 5)", members: [user(), user()], time: time)
+                let room = try engine.createGroup(
+                    by: user(), name: "G\(random.next() % 5)", members: [user(), user()], time: time)
                 rooms.append(room)
             case 12: try engine.join(pick(rooms) ?? "none", user: user(), time: time)
             case 13: try engine.leave(pick(rooms) ?? "none", user: user(), time: time)
@@ -62,10 +68,13 @@ struct RandomDriver {
                 messages.append((sent.room, sent.message))
             case 18:
                 if let (room, message) = pick(messages) {
-                    try engine.editMessage(message, in: room, by: user(), body: "edited \(random.next() % 10)", time: time)
+                    try engine.editMessage(
+                        message, in: room, by: user(), body: "edited \(random.next() % 10)", time: time)
                 }
             case 19:
-                if let (room, message) = pick(messages) { try engine.deleteMessage(message, in: room, by: user(), time: time) }
+                if let (room, message) = pick(messages) {
+                    try engine.deleteMessage(message, in: room, by: user(), time: time)
+                }
             case 20:
                 if let (room, message) = pick(messages) {
                     try engine.markRead(room, user: user(), upTo: chance(50) ? message : nil, time: time)
@@ -75,22 +84,29 @@ struct RandomDriver {
                     host: user(), kind: pick([.party, .walk, .gameNight, .other])!, title: "A\(random.next() % 7)",
                     startsAt: clock + Int64(random.next() % 86_400_000), time: time)
                 activities.append(activity)
-            case 22: try engine.invite([user(), user()].count == 2 && chance(50) ? [user()] : [user(), user()], to: pick(activities) ?? "none", by: user(), time: time)
+            case 22:
+                try engine.invite(
+                    [user(), user()].count == 2 && chance(50) ? [user()] : [user(), user()],
+                    to: pick(activities) ?? "none", by: user(), time: time)
             case 23:
-                try engine.rsvp(pick(activities) ?? "none", user: user(), answer: pick([.going, .maybe, .declined])!, time: time)
+                try engine.rsvp(
+                    pick(activities) ?? "none", user: user(), answer: pick([.going, .maybe, .declined])!, time: time)
             case 24:
                 if chance(50) {
                     try engine.revokeInvitation(user(), from: pick(activities) ?? "none", by: user(), time: time)
                 } else if chance(30) {
                     try engine.cancelActivity(pick(activities) ?? "none", by: user(), time: time)
                 } else {
-                    try engine.updateActivity(ActivityUpdated(activity: pick(activities) ?? "none", title: "T\(random.next() % 3)"), by: user(), time: time)
+                    try engine.updateActivity(
+                        ActivityUpdated(activity: pick(activities) ?? "none", title: "T\(random.next() % 3)"),
+                        by: user(), time: time)
                 }
             case 25:
                 try engine.defineFeeling(FeelingID("f\(random.next() % 4)"), name: "Feeling", emoji: "🙂", time: time)
             default:
                 try engine.tagGratitude(
-                    author: user(), recipient: "friend", body: chance(90) ? "thanks" : "", feeling: FeelingID("f\(random.next() % 4)"),
+                    author: user(), recipient: "friend", body: chance(90) ? "thanks" : "",
+                    feeling: FeelingID("f\(random.next() % 4)"),
                     time: time)
             }
             // A few cases pick from empty lists and run nothing.

@@ -37,8 +37,13 @@ import Testing
     @Test func anInvalidEventRejectsTheWholeBatchAndEveryProblemIsReported() throws {
         try withEngine { engine, _ in
             var events = try lines.map { try EventEnvelope(jsonLine: $0) }
-            events.append(EventEnvelope(event: .messageSent(MessageSent(room: "r1", message: "m2", sender: "zed", kind: .text, body: "x"))))
-            events.append(EventEnvelope(event: .messageSent(MessageSent(room: "r1", message: "m1", sender: "ben", kind: .text, body: "dup"))))
+            events.append(
+                EventEnvelope(
+                    event: .messageSent(MessageSent(room: "r1", message: "m2", sender: "zed", kind: .text, body: "x"))))
+            events.append(
+                EventEnvelope(
+                    event: .messageSent(MessageSent(room: "r1", message: "m1", sender: "ben", kind: .text, body: "dup"))
+                ))
             events.append(EventEnvelope(event: .friendRequested(FriendRequested(from: "ana", to: "ben"))))
             let problems = engine.validate(events)
             #expect(problems.map(\.index) == [5, 6])
@@ -65,7 +70,9 @@ import Testing
             try engine.register("ana", method: .google)
             // A message into a room nobody created, and a friendship nobody requested.
             let events = [
-                EventEnvelope(event: .messageSent(MessageSent(room: "ghost", message: "m1", sender: "ana", kind: .text, body: "boo"))),
+                EventEnvelope(
+                    event: .messageSent(
+                        MessageSent(room: "ghost", message: "m1", sender: "ana", kind: .text, body: "boo"))),
                 EventEnvelope(event: .friendRequestAccepted(FriendRequestAccepted(from: "ana", to: "ana"))),
             ]
             #expect(engine.validate(events).map(\.code) == [.roomNotFound, .noPendingRequest])
@@ -83,12 +90,16 @@ import Testing
 
             #expect(try engine.audit(actor: "ann").map(\.position.rawValue) == [1, 3, 4, 6, 7])
             #expect(try engine.audit(actor: "ann", type: "MessageSent").map(\.position.rawValue) == [4, 6])
-            #expect(try engine.audit(stream: "room:d1").map(\.type) == ["RoomCreated", "MessageSent", "MessageSent", "MessageSent", "MessageEdited"])
+            #expect(
+                try engine.audit(stream: "room:d1").map(\.type) == [
+                    "RoomCreated", "MessageSent", "MessageSent", "MessageSent", "MessageEdited",
+                ])
             #expect(try engine.audit(since: at(minutes: 3), until: at(minutes: 4)).map(\.position.rawValue) == [5, 6])
             #expect(try engine.audit(actor: "ann", limit: 2).count == 2)
             #expect(try engine.audit(actor: "nobody").isEmpty)
             let entry = try #require(try engine.audit(type: "MessageEdited").first)
-            #expect(entry.event?.event == .messageEdited(MessageEdited(room: "d1", message: first.message, body: "one!")))
+            #expect(
+                entry.event?.event == .messageEdited(MessageEdited(room: "d1", message: first.message, body: "one!")))
             let json = String(decoding: try JSONEncoder().encode(entry), as: UTF8.self)
             #expect(json.contains(#""time":"2026-11-20T09:05:00.000Z""#))
             #expect(json.contains(#""actor":"ann""#))
@@ -102,7 +113,10 @@ import Testing
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys]
             let rooms = String(decoding: try encoder.encode(engine.rooms("ann")), as: UTF8.self)
-            #expect(rooms == #"[{"counterpart":null,"kind":"group","lastMessage":null,"room":"g","title":"Quiet","unread":0}]"#)
+            #expect(
+                rooms
+                    == #"[{"counterpart":null,"kind":"group","lastMessage":null,"room":"g","title":"Quiet","unread":0}]"#
+            )
             let page = String(decoding: try encoder.encode(try engine.messages("g")), as: UTF8.self)
             #expect(page == #"{"before":null,"messages":[]}"#)
         }

@@ -17,17 +17,22 @@ import Testing
             try engine.register("ann", method: .email, email: "ann@x.example", name: "Ann", time: at(minutes: 0))
             try engine.register("ben", method: .google, name: "Ben", time: at(minutes: 0))
             try engine.register("cal", method: .google, time: at(minutes: 0))
-            try engine.updateProfile(ProfileUpdated(user: "ann", location: Location(city: "Oslo"), interests: ["chess"]))
-            try engine.updateProfile(ProfileUpdated(user: "cal", location: Location(city: "Oslo"), interests: ["chess"]))
+            try engine.updateProfile(
+                ProfileUpdated(user: "ann", location: Location(city: "Oslo"), interests: ["chess"]))
+            try engine.updateProfile(
+                ProfileUpdated(user: "cal", location: Location(city: "Oslo"), interests: ["chess"]))
             try befriend(engine, "ann", "ben", time: at(minutes: 1))
             try befriend(engine, "ben", "cal", time: at(minutes: 1))
             try engine.requestFriend(from: "ann", to: "cal", time: at(minutes: 2))
-            let sent = try engine.sendMessage(from: "ben", to: "ann", body: "hi", message: "m1", room: "d1", time: at(minutes: 3))
+            let sent = try engine.sendMessage(
+                from: "ben", to: "ann", body: "hi", message: "m1", room: "d1", time: at(minutes: 3))
             try engine.hostActivity(
-                "p1", host: "ann", kind: .party, title: "Party", startsAt: at(minutes: 60), room: "p1-chat", time: at(minutes: 4))
+                "p1", host: "ann", kind: .party, title: "Party", startsAt: at(minutes: 60), room: "p1-chat",
+                time: at(minutes: 4))
             try engine.invite(["ben"], to: "p1", by: "ann", time: at(minutes: 5))
             try engine.defineFeeling("joy", name: "Joy", emoji: "😊")
-            try engine.tagGratitude("g1", author: "ann", recipient: "Mom", body: "thanks", feeling: "joy", time: at(minutes: 6))
+            try engine.tagGratitude(
+                "g1", author: "ann", recipient: "Mom", body: "thanks", feeling: "joy", time: at(minutes: 6))
 
             #expect(
                 try json(engine.rooms("ann"))
@@ -45,7 +50,9 @@ import Testing
             #expect(try json(engine.friends("ben")) == #"["ann","cal"]"#)
             #expect(try json(engine.requests("cal")) == #"{"incoming":["ann"],"outgoing":[]}"#)
             #expect(try json(engine.connections("ann")) == #"[{"mutual":1,"user":"cal"}]"#)
-            #expect(try json(engine.relationship("ann", "cal")) == #"{"kind":"requestSent","label":"Friend request sent","mutual":1}"#)
+            #expect(
+                try json(engine.relationship("ann", "cal"))
+                    == #"{"kind":"requestSent","label":"Friend request sent","mutual":1}"#)
             #expect(
                 try json(engine.activity("p1"))
                     == #"{"activity":"p1","cancelled":false,"counts":{"declined":0,"going":0,"invited":1,"maybe":0},"description":null,"endsAt":null,"guests":[{"state":"invited","user":"ben"}],"host":"ann","kind":"party","place":null,"room":"p1-chat","startsAt":"2026-11-20T10:00:00.000Z","title":"Party"}"#
@@ -54,7 +61,9 @@ import Testing
                 try json(engine.feed("ben", from: at(minutes: 0)))
                     == #"[{"activity":"p1","kind":"party","role":"guest","rsvp":null,"startsAt":"2026-11-20T10:00:00.000Z","title":"Party"}]"#
             )
-            #expect(try json(engine.suggestions("ann")) == #"[{"mutual":1,"sameCity":true,"sharedInterests":1,"user":"cal"}]"#)
+            #expect(
+                try json(engine.suggestions("ann"))
+                    == #"[{"mutual":1,"sameCity":true,"sharedInterests":1,"user":"cal"}]"#)
             #expect(
                 try json(engine.gratitude("ann"))
                     == #"{"byFeeling":{"joy":1},"history":[{"body":"thanks","feeling":"joy","gratitude":"g1","recipient":"Mom","time":"2026-11-20T09:06:00.000Z"}],"total":1}"#

@@ -18,12 +18,16 @@ struct PerformanceProbe {
             let position = UInt64(records.count + 1)
             records.append(
                 Record(
-                    position: Position(position), id: EventID(high: 0, low: position), time: baseTime + Int64(position) * 10,
-                    stream: StreamName(event.stream), streamVersion: StreamVersion(1), type: event.typeName, actor: actor,
+                    position: Position(position), id: EventID(high: 0, low: position),
+                    time: baseTime + Int64(position) * 10,
+                    stream: StreamName(event.stream), streamVersion: StreamVersion(1), type: event.typeName,
+                    actor: actor,
                     payload: event.encodedPayload()))
         }
         for u in 0..<users {
-            add(.userRegistered(UserRegistered(user: UserID("u\(u)"), method: .google, name: "User \(u)")), actor: "u\(u)")
+            add(
+                .userRegistered(UserRegistered(user: UserID("u\(u)"), method: .google, name: "User \(u)")),
+                actor: "u\(u)")
         }
         // u0 has 500 rooms; others pair up randomly.
         var rooms: [(RoomID, UserID, UserID)] = []
@@ -32,7 +36,11 @@ struct PerformanceProbe {
             var b = Int(random.next() % UInt64(users))
             if b == a { b = (a + 1) % users }
             let room = RoomID("d\(r)")
-            add(.roomCreated(RoomCreated(room: room, kind: .direct, by: UserID("u\(a)"), members: [UserID("u\(a)"), UserID("u\(b)")])), actor: "u\(a)")
+            add(
+                .roomCreated(
+                    RoomCreated(
+                        room: room, kind: .direct, by: UserID("u\(a)"), members: [UserID("u\(a)"), UserID("u\(b)")])),
+                actor: "u\(a)")
             rooms.append((room, UserID("u\(a)"), UserID("u\(b)")))
         }
         for u in 1...100 {
@@ -45,9 +53,15 @@ struct PerformanceProbe {
             let sender = random.bool() ? a : b
             m += 1
             if m % 10 == 0 {
-                add(.messagesRead(MessagesRead(room: room, user: sender, upTo: MessageID("m\(m - 1)"))), actor: sender.rawValue)
+                add(
+                    .messagesRead(MessagesRead(room: room, user: sender, upTo: MessageID("m\(m - 1)"))),
+                    actor: sender.rawValue)
             }
-            add(.messageSent(MessageSent(room: room, message: MessageID("m\(m)"), sender: sender, kind: .text, body: "message number \(m) with some text")), actor: sender.rawValue)
+            add(
+                .messageSent(
+                    MessageSent(
+                        room: room, message: MessageID("m\(m)"), sender: sender, kind: .text,
+                        body: "message number \(m) with some text")), actor: sender.rawValue)
         }
         let clock = ContinuousClock()
         if ProcessInfo.processInfo.environment["PARLEY_PERF_PARTS"] != nil { measureParts(records) }
@@ -59,8 +73,9 @@ struct PerformanceProbe {
         }
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         let cpuSeconds = Double(Foundation.clock() - cpuStart) / Double(CLOCKS_PER_SEC)
-        print("PERF fold \(records.count) events: \(elapsed), \(Int(Double(records.count) / seconds)) events/s wall; "
-            + "\(cpuSeconds) s CPU, \(Int(Double(records.count) / cpuSeconds)) events/CPU-second")
+        print(
+            "PERF fold \(records.count) events: \(elapsed), \(Int(Double(records.count) / seconds)) events/s wall; "
+                + "\(cpuSeconds) s CPU, \(Int(Double(records.count) / cpuSeconds)) events/CPU-second")
 
         let encoded = clock.measure { _ = state.encodedState() }
         let bytes = state.encodedState()
@@ -94,7 +109,8 @@ struct PerformanceProbe {
         let auditOnly = clock.measure {
             var audit = AuditProjection()
             for record in records {
-                audit.record(position: record.position.rawValue, time: record.time, actor: record.actor, type: record.type)
+                audit.record(
+                    position: record.position.rawValue, time: record.time, actor: record.actor, type: record.type)
             }
         }
         print("PERF audit only: \(auditOnly)")
@@ -114,7 +130,9 @@ struct PerformanceProbe {
             var index = 0
             while index < records.count - 10_000 {
                 let chunk = records[index..<min(index + 10_000, records.count - 10_000)].map {
-                    ProposedRecord(id: $0.id, stream: $0.stream, type: $0.type, actor: $0.actor, time: $0.time, payload: $0.payload)
+                    ProposedRecord(
+                        id: $0.id, stream: $0.stream, type: $0.type, actor: $0.actor, time: $0.time, payload: $0.payload
+                    )
                 }
                 _ = try log.appendAndWait(chunk)
                 index += chunk.count
@@ -129,7 +147,9 @@ struct PerformanceProbe {
                         var state = ProjectionState()
                         try Engine.fold(log: log, into: &state, pipelineThreshold: threshold, decodeAhead: decodeAhead)
                     }
-                    print("PERF round \(round) replay from the log, threshold \(threshold) decodeAhead \(decodeAhead): \(elapsed)")
+                    print(
+                        "PERF round \(round) replay from the log, threshold \(threshold) decodeAhead \(decodeAhead): \(elapsed)"
+                    )
                 }
             }
             try log.close()
@@ -144,7 +164,8 @@ struct PerformanceProbe {
         do {
             let log = try EventLog.open(directory: directory, configuration: testConfiguration)
             let tail = records.suffix(10_000).map {
-                ProposedRecord(id: $0.id, stream: $0.stream, type: $0.type, actor: $0.actor, time: $0.time, payload: $0.payload)
+                ProposedRecord(
+                    id: $0.id, stream: $0.stream, type: $0.type, actor: $0.actor, time: $0.time, payload: $0.payload)
             }
             _ = try log.appendAndWait(Array(tail))
             try log.close()

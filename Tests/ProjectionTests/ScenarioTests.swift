@@ -14,9 +14,11 @@ func befriend(_ engine: Engine, _ a: UserID, _ b: UserID, time: Int64? = nil) th
     /// WagChat: two dog owners match, become friends, schedule a walk, and chat about it.
     @Test func wagChatPairSchedulesAWalkAndChats() throws {
         try withEngine { engine, _ in
-            try engine.register("alice", method: .google, email: "alice@wag.example", name: "Alice", time: at(minutes: 0))
+            try engine.register(
+                "alice", method: .google, email: "alice@wag.example", name: "Alice", time: at(minutes: 0))
             try engine.register("bob", method: .google, email: "bob@wag.example", name: "Bob", time: at(minutes: 1))
-            try engine.register("carol", method: .google, email: "carol@wag.example", name: "Carol", time: at(minutes: 2))
+            try engine.register(
+                "carol", method: .google, email: "carol@wag.example", name: "Carol", time: at(minutes: 2))
             try engine.updateProfile(
                 ProfileUpdated(
                     user: "alice", photoURL: "https://wag.example/alice.jpg", location: Location(city: "Austin"),
@@ -35,10 +37,15 @@ func befriend(_ engine: Engine, _ a: UserID, _ b: UserID, time: Int64? = nil) th
                 ])
 
             try engine.requestFriend(from: "alice", to: "bob", time: at(minutes: 10))
-            #expect(engine.relationship("bob", "alice") == Relationship(kind: .requestReceived, label: "Wants to be friends", mutual: 0))
+            #expect(
+                engine.relationship("bob", "alice")
+                    == Relationship(kind: .requestReceived, label: "Wants to be friends", mutual: 0))
             try engine.acceptFriend("bob", from: "alice", time: at(minutes: 11))
             #expect(engine.relationship("alice", "bob") == Relationship(kind: .friend, label: "Friend", mutual: 0))
-            #expect(engine.suggestions("alice") == [Suggestion(user: "carol", sharedInterests: 1, sameCity: false, mutual: 0)])
+            #expect(
+                engine.suggestions("alice") == [
+                    Suggestion(user: "carol", sharedInterests: 1, sameCity: false, mutual: 0)
+                ])
 
             let walk = try engine.hostActivity(
                 "walk1", host: "alice", kind: .walk, title: "Morning walk", description: "Rex and Max",
@@ -47,7 +54,8 @@ func befriend(_ engine: Engine, _ a: UserID, _ b: UserID, time: Int64? = nil) th
             try engine.invite(["bob"], to: walk, by: "alice", time: at(minutes: 13))
             try engine.rsvp(walk, user: "bob", answer: .going, time: at(minutes: 14))
 
-            let first = try engine.sendMessage(from: "alice", to: "bob", body: "See you at 9 by the gate?", time: at(minutes: 20))
+            let first = try engine.sendMessage(
+                from: "alice", to: "bob", body: "See you at 9 by the gate?", time: at(minutes: 20))
             #expect(first.createdRoom)
             try engine.sendMessage(from: "bob", to: "alice", body: "Yes! Max can't wait", time: at(minutes: 21))
 
@@ -70,11 +78,15 @@ func befriend(_ engine: Engine, _ a: UserID, _ b: UserID, time: Int64? = nil) th
             #expect(rooms[1].kind == .activity)
             #expect(rooms[1].lastMessage == nil)
             #expect(rooms[1].unread == 0)
-            #expect(engine.rooms("bob")[0].counterpart == Counterpart(user: "alice", name: "Alice", photoURL: "https://wag.example/alice.jpg"))
+            #expect(
+                engine.rooms("bob")[0].counterpart
+                    == Counterpart(user: "alice", name: "Alice", photoURL: "https://wag.example/alice.jpg"))
 
             #expect(
                 engine.feed("bob", from: at(minutes: 0)) == [
-                    FeedItem(activity: walk, kind: .walk, title: "Morning walk", startsAt: at(minutes: 1440), role: .guest, rsvp: .going)
+                    FeedItem(
+                        activity: walk, kind: .walk, title: "Morning walk", startsAt: at(minutes: 1440), role: .guest,
+                        rsvp: .going)
                 ])
             #expect(engine.feed("alice", from: at(minutes: 0)).map(\.role) == [.host])
             #expect(engine.feed("alice", from: at(minutes: 0))[0].rsvp == nil)
@@ -93,7 +105,8 @@ func befriend(_ engine: Engine, _ a: UserID, _ b: UserID, time: Int64? = nil) th
             try engine.register(ravi, method: .phone, phone: ravi.rawValue, time: at(minutes: 0))
             try engine.updateProfile(ProfileUpdated(user: ravi, name: "Ravi"), time: at(minutes: 1))
             try engine.register(priya, method: .phone, phone: priya.rawValue, name: "Priya", time: at(minutes: 2))
-            try engine.updateProfile(ProfileUpdated(user: priya, photoURL: "https://img.example/priya.png"), time: at(minutes: 3))
+            try engine.updateProfile(
+                ProfileUpdated(user: priya, photoURL: "https://img.example/priya.png"), time: at(minutes: 3))
             try engine.register(amit, method: .phone, phone: amit.rawValue, time: at(minutes: 4))
             #expect(engine.user(phone: "+919800000002") == priya)
             #expect(engine.user(phone: "+919800000009") == nil)
@@ -111,7 +124,8 @@ func befriend(_ engine: Engine, _ a: UserID, _ b: UserID, time: Int64? = nil) th
                     RoomSummary(
                         room: hello.room, kind: .direct, title: "Ravi",
                         counterpart: Counterpart(user: ravi, name: "Ravi", photoURL: nil),
-                        lastMessage: LastMessage(id: hello.message, sender: ravi, preview: "hi there", time: at(minutes: 10)),
+                        lastMessage: LastMessage(
+                            id: hello.message, sender: ravi, preview: "hi there", time: at(minutes: 10)),
                         unread: 1)
                 ])
             #expect(engine.rooms(ravi)[0].title == "Priya")
@@ -120,9 +134,12 @@ func befriend(_ engine: Engine, _ a: UserID, _ b: UserID, time: Int64? = nil) th
             let second = try engine.sendMessage(from: ravi, to: priya, body: "are you free?", time: at(minutes: 11))
             #expect(!second.createdRoom)
             #expect(second.room == hello.room)
-            try engine.sendMessage(from: ravi, to: priya, body: String(repeating: "call me ", count: 20), time: at(minutes: 12))
+            try engine.sendMessage(
+                from: ravi, to: priya, body: String(repeating: "call me ", count: 20), time: at(minutes: 12))
             #expect(engine.rooms(priya)[0].unread == 3)
-            #expect(engine.rooms(priya)[0].lastMessage?.preview == String(String(repeating: "call me ", count: 20).prefix(80)))
+            #expect(
+                engine.rooms(priya)[0].lastMessage?.preview
+                    == String(String(repeating: "call me ", count: 20).prefix(80)))
 
             try engine.markRead(hello.room, user: priya, upTo: hello.message, time: at(minutes: 13))
             #expect(engine.rooms(priya)[0].unread == 2)
@@ -146,11 +163,16 @@ func befriend(_ engine: Engine, _ a: UserID, _ b: UserID, time: Int64? = nil) th
         try withEngine { engine, _ in
             try engine.register("uidA", method: .email, email: "ana@chat.example", name: "Ana", time: at(minutes: 0))
             try engine.register("uidB", method: .email, email: "ben@chat.example", name: "Ben", time: at(minutes: 0))
-            let text = try engine.sendMessage(from: "uidA", to: "uidB", body: "Hello Ben", message: "m1", time: at(minutes: 1))
-            let image = Media(url: "https://firebasestorage.example/img/1.jpg", mimeType: "image/jpeg", width: 800, height: 600)
-            try engine.sendMessage(in: text.room, from: "uidA", kind: .image, media: image, message: "m2", time: at(minutes: 2))
-            let video = Media(url: "https://firebasestorage.example/video/2.mov", mimeType: "video/quicktime", durationMs: 4200)
-            try engine.sendMessage(in: text.room, from: "uidB", kind: .video, media: video, message: "m3", time: at(minutes: 3))
+            let text = try engine.sendMessage(
+                from: "uidA", to: "uidB", body: "Hello Ben", message: "m1", time: at(minutes: 1))
+            let image = Media(
+                url: "https://firebasestorage.example/img/1.jpg", mimeType: "image/jpeg", width: 800, height: 600)
+            try engine.sendMessage(
+                in: text.room, from: "uidA", kind: .image, media: image, message: "m2", time: at(minutes: 2))
+            let video = Media(
+                url: "https://firebasestorage.example/video/2.mov", mimeType: "video/quicktime", durationMs: 4200)
+            try engine.sendMessage(
+                in: text.room, from: "uidB", kind: .video, media: video, message: "m3", time: at(minutes: 3))
 
             #expect(engine.rooms("uidA")[0].lastMessage?.preview == "[video]")
             #expect(engine.rooms("uidA")[0].unread == 1)
@@ -173,9 +195,15 @@ func befriend(_ engine: Engine, _ a: UserID, _ b: UserID, time: Int64? = nil) th
             let page = try engine.messages(text.room)
             #expect(
                 page.messages == [
-                    MessageView(id: "m1", sender: "uidA", kind: .text, body: "Hello Ben!", media: nil, time: at(minutes: 1), edited: true, deleted: false),
-                    MessageView(id: "m2", sender: "uidA", kind: .image, body: nil, media: nil, time: at(minutes: 2), edited: false, deleted: true),
-                    MessageView(id: "m3", sender: "uidB", kind: .video, body: nil, media: video, time: at(minutes: 3), edited: false, deleted: false),
+                    MessageView(
+                        id: "m1", sender: "uidA", kind: .text, body: "Hello Ben!", media: nil, time: at(minutes: 1),
+                        edited: true, deleted: false),
+                    MessageView(
+                        id: "m2", sender: "uidA", kind: .image, body: nil, media: nil, time: at(minutes: 2),
+                        edited: false, deleted: true),
+                    MessageView(
+                        id: "m3", sender: "uidB", kind: .video, body: nil, media: video, time: at(minutes: 3),
+                        edited: false, deleted: false),
                 ])
             #expect(page.before == nil)
             #expect(engine.room(text.room)?.messageCount == 2)
@@ -197,18 +225,26 @@ func befriend(_ engine: Engine, _ a: UserID, _ b: UserID, time: Int64? = nil) th
             try engine.defineFeeling("joy", name: "Joy", emoji: "😊")
             try engine.defineFeeling("calm", name: "Calm", emoji: "😌")
             try engine.defineFeeling("proud", name: "Proud", emoji: "🦁")
-            try engine.register("tim", method: .email, email: "tim@ripple.example", name: "Timothy", time: at(minutes: 0))
-            try engine.tagGratitude("g1", author: "tim", recipient: "Mom", body: "Thanks for dinner", feeling: "joy", time: at(minutes: 1))
-            try engine.tagGratitude("g2", author: "tim", recipient: "Sam", body: "For the walk", feeling: "calm", time: at(minutes: 2))
-            try engine.tagGratitude("g3", author: "tim", recipient: "Dad", body: "For the advice", feeling: "joy", time: at(minutes: 3))
+            try engine.register(
+                "tim", method: .email, email: "tim@ripple.example", name: "Timothy", time: at(minutes: 0))
+            try engine.tagGratitude(
+                "g1", author: "tim", recipient: "Mom", body: "Thanks for dinner", feeling: "joy", time: at(minutes: 1))
+            try engine.tagGratitude(
+                "g2", author: "tim", recipient: "Sam", body: "For the walk", feeling: "calm", time: at(minutes: 2))
+            try engine.tagGratitude(
+                "g3", author: "tim", recipient: "Dad", body: "For the advice", feeling: "joy", time: at(minutes: 3))
             let summary = engine.gratitude("tim")
             #expect(summary.total == 3)
             #expect(summary.byFeeling == ["joy": 2, "calm": 1])
             #expect(
                 summary.history == [
-                    GratitudeView(gratitude: "g3", recipient: "Dad", feeling: "joy", body: "For the advice", time: at(minutes: 3)),
-                    GratitudeView(gratitude: "g2", recipient: "Sam", feeling: "calm", body: "For the walk", time: at(minutes: 2)),
-                    GratitudeView(gratitude: "g1", recipient: "Mom", feeling: "joy", body: "Thanks for dinner", time: at(minutes: 1)),
+                    GratitudeView(
+                        gratitude: "g3", recipient: "Dad", feeling: "joy", body: "For the advice", time: at(minutes: 3)),
+                    GratitudeView(
+                        gratitude: "g2", recipient: "Sam", feeling: "calm", body: "For the walk", time: at(minutes: 2)),
+                    GratitudeView(
+                        gratitude: "g1", recipient: "Mom", feeling: "joy", body: "Thanks for dinner",
+                        time: at(minutes: 1)),
                 ])
             #expect(engine.gratitude("nobody") == GratitudeSummary(total: 0, byFeeling: [:], history: []))
             let feelings = try engine.audit(actor: "system")
@@ -221,17 +257,23 @@ func befriend(_ engine: Engine, _ a: UserID, _ b: UserID, time: Int64? = nil) th
     @Test func zimmrHostInvitesFriendsAndConnections() throws {
         try withEngine { engine, _ in
             for name in ["zoe", "ann", "ben", "gus", "dan", "cal", "eve"] {
-                try engine.register(UserID(name), method: .email, email: "\(name)@zimmr.example", name: name.capitalized)
+                try engine.register(
+                    UserID(name), method: .email, email: "\(name)@zimmr.example", name: name.capitalized)
             }
             for friend in ["ann", "ben", "gus"] { try befriend(engine, "zoe", UserID(friend)) }
             for friend in ["ann", "ben", "gus"] { try befriend(engine, "dan", UserID(friend)) }
             try befriend(engine, "ann", "cal")
 
             #expect(engine.friends("zoe") == ["ann", "ben", "gus"])
-            #expect(engine.connections("zoe") == [Connection(user: "dan", mutual: 3), Connection(user: "cal", mutual: 1)])
+            #expect(
+                engine.connections("zoe") == [Connection(user: "dan", mutual: 3), Connection(user: "cal", mutual: 1)])
             #expect(engine.relationship("zoe", "zoe") == Relationship(kind: .self, label: "You", mutual: 0))
-            #expect(engine.relationship("zoe", "dan") == Relationship(kind: .connection, label: "3 mutual friends", mutual: 3))
-            #expect(engine.relationship("zoe", "cal") == Relationship(kind: .connection, label: "1 mutual friend", mutual: 1))
+            #expect(
+                engine.relationship("zoe", "dan")
+                    == Relationship(kind: .connection, label: "3 mutual friends", mutual: 3))
+            #expect(
+                engine.relationship("zoe", "cal")
+                    == Relationship(kind: .connection, label: "1 mutual friend", mutual: 1))
             #expect(engine.relationship("zoe", "eve") == Relationship(kind: .none, label: "Not connected", mutual: 0))
             try engine.requestFriend(from: "zoe", to: "eve")
             #expect(engine.relationship("zoe", "eve").label == "Friend request sent")
@@ -269,11 +311,14 @@ func befriend(_ engine: Engine, _ a: UserID, _ b: UserID, time: Int64? = nil) th
             try engine.sendMessage(in: "party1-chat", from: "ann", body: "What should I bring?", time: at(minutes: 8))
             #expect(engine.rooms("dan").first?.unread == 1)
             #expect(engine.rooms("dan").first?.title == "Game night at Zoe's")
-            try engine.updateActivity(ActivityUpdated(activity: party, title: "Board games at Zoe's"), by: "zoe", time: at(minutes: 9))
+            try engine.updateActivity(
+                ActivityUpdated(activity: party, title: "Board games at Zoe's"), by: "zoe", time: at(minutes: 9))
             #expect(engine.rooms("dan").first?.title == "Board games at Zoe's")
             #expect(
                 engine.feed("dan", from: at(minutes: 0)) == [
-                    FeedItem(activity: party, kind: .gameNight, title: "Board games at Zoe's", startsAt: at(minutes: 600), role: .guest, rsvp: .going)
+                    FeedItem(
+                        activity: party, kind: .gameNight, title: "Board games at Zoe's", startsAt: at(minutes: 600),
+                        role: .guest, rsvp: .going)
                 ])
 
             try engine.cancelActivity(party, by: "zoe", time: at(minutes: 10))

@@ -15,8 +15,10 @@ import Testing
     #expect(firstDigest == replayDigest)
     #expect(counts.users == 150)
     #expect(first.byType["MessageSent", default: 0] > first.events / 3)
-    for type in ["UserRegistered", "ProfileUpdated", "FriendRequested", "FriendRequestAccepted", "RoomCreated",
-                 "MessagesRead", "ActivityHosted", "GuestsInvited", "RSVPGiven", "FeelingDefined", "GratitudeTagged"] {
+    for type in [
+        "UserRegistered", "ProfileUpdated", "FriendRequested", "FriendRequestAccepted", "RoomCreated",
+        "MessagesRead", "ActivityHosted", "GuestsInvited", "RSVPGiven", "FeelingDefined", "GratitudeTagged",
+    ] {
         #expect(first.byType[type, default: 0] > 0, "no \(type) in a simulated week")
     }
     let (second, secondDigest) = try withEngine { engine, _ in

@@ -31,7 +31,9 @@ func withWorld(_ body: (Engine) throws -> Void) throws {
             expectRejected(e, .userNotFound) { try e.requestFriend(from: "ann", to: "zed") }
             expectRejected(e, .userNotFound) { try e.updateProfile(ProfileUpdated(user: "zed", name: "Zed")) }
             expectRejected(e, .userNotFound) { try e.sendMessage(from: "ann", to: "zed", body: "hi") }
-            expectRejected(e, .userNotFound) { try e.tagGratitude(author: "zed", recipient: "Mom", body: "x", feeling: "joy") }
+            expectRejected(e, .userNotFound) {
+                try e.tagGratitude(author: "zed", recipient: "Mom", body: "x", feeling: "joy")
+            }
         }
     }
 
@@ -45,7 +47,9 @@ func withWorld(_ body: (Engine) throws -> Void) throws {
         try withWorld { e in
             expectRejected(e, .invalidID) { try e.register("", method: .google) }
             expectRejected(e, .invalidID) { try e.register("has space", method: .google) }
-            expectRejected(e, .invalidID) { try e.register(UserID(String(repeating: "x", count: 201)), method: .google) }
+            expectRejected(e, .invalidID) {
+                try e.register(UserID(String(repeating: "x", count: 201)), method: .google)
+            }
         }
     }
 
@@ -69,7 +73,9 @@ func withWorld(_ body: (Engine) throws -> Void) throws {
     @Test func namesAreOneToHundredCharacters() throws {
         try withWorld { e in
             expectRejected(e, .invalidName) { try e.register("zed", method: .google, name: "") }
-            expectRejected(e, .invalidName) { try e.register("zed", method: .google, name: String(repeating: "n", count: 101)) }
+            expectRejected(e, .invalidName) {
+                try e.register("zed", method: .google, name: String(repeating: "n", count: 101))
+            }
             expectRejected(e, .invalidName) { try e.updateProfile(ProfileUpdated(user: "ann", name: "   ")) }
             expectRejected(e, .invalidName) { try e.createGroup(by: "ann", name: "", members: ["ben"]) }
             try e.register("zed", method: .google, name: String(repeating: "n", count: 100))
@@ -92,7 +98,9 @@ func withWorld(_ body: (Engine) throws -> Void) throws {
 
     @Test func photoURLsAreWebURLs() throws {
         try withWorld { e in
-            expectRejected(e, .invalidURL) { try e.updateProfile(ProfileUpdated(user: "ann", photoURL: "file:///etc/passwd")) }
+            expectRejected(e, .invalidURL) {
+                try e.updateProfile(ProfileUpdated(user: "ann", photoURL: "file:///etc/passwd"))
+            }
         }
     }
 
@@ -102,9 +110,11 @@ func withWorld(_ body: (Engine) throws -> Void) throws {
             let forged = EventEnvelope(event: .friendRequested(FriendRequested(from: "cal", to: "dan")), actor: "ann")
             #expect(throws: BatchValidationError.self) { try e.apply([forged]) }
             #expect(e.validate([forged]).map(\.code) == [.wrongActor])
-            let accept = EventEnvelope(event: .friendRequestAccepted(FriendRequestAccepted(from: "ann", to: "cal")), actor: "ann")
+            let accept = EventEnvelope(
+                event: .friendRequestAccepted(FriendRequestAccepted(from: "ann", to: "cal")), actor: "ann")
             #expect(e.validate([accept]).map(\.code) == [.wrongActor])
-            let feeling = EventEnvelope(event: .feelingDefined(FeelingDefined(feeling: "calm", name: "Calm", emoji: "😌")), actor: "ann")
+            let feeling = EventEnvelope(
+                event: .feelingDefined(FeelingDefined(feeling: "calm", name: "Calm", emoji: "😌")), actor: "ann")
             #expect(e.validate([feeling]).map(\.code) == [.wrongActor])
             #expect(e.log.head == before)
         }
@@ -185,18 +195,25 @@ func withWorld(_ body: (Engine) throws -> Void) throws {
 
     @Test func aDirectRoomHasExactlyTwoDistinctMembersIncludingItsCreator() throws {
         try withWorld { e in
-            let three = EventEnvelope(event: .roomCreated(RoomCreated(room: "x", kind: .direct, by: "cal", members: ["cal", "dan", "ann"])))
-            let same = EventEnvelope(event: .roomCreated(RoomCreated(room: "x", kind: .direct, by: "cal", members: ["cal", "cal"])))
-            let outsider = EventEnvelope(event: .roomCreated(RoomCreated(room: "x", kind: .direct, by: "cal", members: ["ann", "dan"])))
-            let activity = EventEnvelope(event: .roomCreated(RoomCreated(room: "x", kind: .activity, by: "cal", members: ["cal"])))
-            for event in [three, same, outsider, activity] { #expect(e.validate([event]).map(\.code) == [.invalidMembers]) }
+            let three = EventEnvelope(
+                event: .roomCreated(RoomCreated(room: "x", kind: .direct, by: "cal", members: ["cal", "dan", "ann"])))
+            let same = EventEnvelope(
+                event: .roomCreated(RoomCreated(room: "x", kind: .direct, by: "cal", members: ["cal", "cal"])))
+            let outsider = EventEnvelope(
+                event: .roomCreated(RoomCreated(room: "x", kind: .direct, by: "cal", members: ["ann", "dan"])))
+            let activity = EventEnvelope(
+                event: .roomCreated(RoomCreated(room: "x", kind: .activity, by: "cal", members: ["cal"])))
+            for event in [three, same, outsider, activity] {
+                #expect(e.validate([event]).map(\.code) == [.invalidMembers])
+            }
             expectRejected(e, .selfRelationship) { try e.sendMessage(from: "cal", to: "cal", body: "me") }
         }
     }
 
     @Test func atMostOneDirectRoomPerPair() throws {
         try withWorld { e in
-            let again = EventEnvelope(event: .roomCreated(RoomCreated(room: "d2", kind: .direct, by: "ben", members: ["ben", "ann"])))
+            let again = EventEnvelope(
+                event: .roomCreated(RoomCreated(room: "d2", kind: .direct, by: "ben", members: ["ben", "ann"])))
             #expect(e.validate([again]).map(\.code) == [.directRoomExists])
             let sent = try e.sendMessage(from: "ben", to: "ann", body: "reply")
             #expect(sent.room == "d1")
@@ -207,7 +224,9 @@ func withWorld(_ body: (Engine) throws -> Void) throws {
     @Test func roomIDsAreUnique() throws {
         try withWorld { e in
             expectRejected(e, .duplicateID) { try e.createGroup("g1", by: "cal", name: "Again", members: []) }
-            expectRejected(e, .duplicateID) { try e.hostActivity(host: "cal", kind: .other, title: "x", startsAt: 0, room: "g1") }
+            expectRejected(e, .duplicateID) {
+                try e.hostActivity(host: "cal", kind: .other, title: "x", startsAt: 0, room: "g1")
+            }
         }
     }
 
@@ -242,7 +261,9 @@ func withWorld(_ body: (Engine) throws -> Void) throws {
         try withWorld { e in
             expectRejected(e, .emptyBody) { try e.sendMessage(in: "d1", from: "ann", body: nil) }
             expectRejected(e, .emptyBody) { try e.sendMessage(in: "d1", from: "ann", body: " \n ") }
-            expectRejected(e, .bodyTooLong) { try e.sendMessage(in: "d1", from: "ann", body: String(repeating: "a", count: 10_001)) }
+            expectRejected(e, .bodyTooLong) {
+                try e.sendMessage(in: "d1", from: "ann", body: String(repeating: "a", count: 10_001))
+            }
             try e.sendMessage(in: "d1", from: "ann", body: String(repeating: "a", count: 10_000))
         }
     }
@@ -305,7 +326,9 @@ func withWorld(_ body: (Engine) throws -> Void) throws {
     @Test func onlyTheHostChangesOrInvites() throws {
         try withWorld { e in
             expectRejected(e, .notTheHost) { try e.invite(["cal"], to: "act1", by: "ben") }
-            expectRejected(e, .notTheHost) { try e.updateActivity(ActivityUpdated(activity: "act1", title: "Mine"), by: "ben") }
+            expectRejected(e, .notTheHost) {
+                try e.updateActivity(ActivityUpdated(activity: "act1", title: "Mine"), by: "ben")
+            }
             expectRejected(e, .notTheHost) { try e.cancelActivity("act1", by: "ben") }
             expectRejected(e, .notTheHost) { try e.revokeInvitation("ben", from: "act1", by: "ben") }
         }
@@ -315,7 +338,9 @@ func withWorld(_ body: (Engine) throws -> Void) throws {
         try withWorld { e in
             try e.cancelActivity("act1", by: "ann")
             expectRejected(e, .activityCancelled) { try e.cancelActivity("act1", by: "ann") }
-            expectRejected(e, .activityCancelled) { try e.updateActivity(ActivityUpdated(activity: "act1", place: "Park"), by: "ann") }
+            expectRejected(e, .activityCancelled) {
+                try e.updateActivity(ActivityUpdated(activity: "act1", place: "Park"), by: "ann")
+            }
             expectRejected(e, .activityCancelled) { try e.rsvp("act1", user: "ben", answer: .going) }
             expectRejected(e, .activityCancelled) { try e.revokeInvitation("ben", from: "act1", by: "ann") }
         }
@@ -325,7 +350,8 @@ func withWorld(_ body: (Engine) throws -> Void) throws {
         try withWorld { e in
             expectRejected(e, .invalidTitle) { try e.hostActivity(host: "ann", kind: .walk, title: " ", startsAt: 0) }
             expectRejected(e, .invalidTime) {
-                try e.hostActivity(host: "ann", kind: .walk, title: "Walk", startsAt: at(minutes: 10), endsAt: at(minutes: 5))
+                try e.hostActivity(
+                    host: "ann", kind: .walk, title: "Walk", startsAt: at(minutes: 10), endsAt: at(minutes: 5))
             }
             expectRejected(e, .invalidTime) {
                 try e.updateActivity(ActivityUpdated(activity: "act1", endsAt: at(minutes: 50)), by: "ann")
@@ -366,11 +392,19 @@ func withWorld(_ body: (Engine) throws -> Void) throws {
 
     @Test func gratitudeNeedsADefinedFeelingABodyAndARecipient() throws {
         try withWorld { e in
-            expectRejected(e, .feelingNotFound) { try e.tagGratitude(author: "ann", recipient: "Mom", body: "x", feeling: "awe") }
-            expectRejected(e, .emptyBody) { try e.tagGratitude(author: "ann", recipient: "Mom", body: "", feeling: "joy") }
-            expectRejected(e, .invalidRecipient) { try e.tagGratitude(author: "ann", recipient: " ", body: "x", feeling: "joy") }
+            expectRejected(e, .feelingNotFound) {
+                try e.tagGratitude(author: "ann", recipient: "Mom", body: "x", feeling: "awe")
+            }
+            expectRejected(e, .emptyBody) {
+                try e.tagGratitude(author: "ann", recipient: "Mom", body: "", feeling: "joy")
+            }
+            expectRejected(e, .invalidRecipient) {
+                try e.tagGratitude(author: "ann", recipient: " ", body: "x", feeling: "joy")
+            }
             try e.tagGratitude("g1", author: "ann", recipient: "Mom", body: "x", feeling: "joy")
-            expectRejected(e, .duplicateID) { try e.tagGratitude("g1", author: "ann", recipient: "Mom", body: "y", feeling: "joy") }
+            expectRejected(e, .duplicateID) {
+                try e.tagGratitude("g1", author: "ann", recipient: "Mom", body: "y", feeling: "joy")
+            }
         }
     }
 
@@ -385,7 +419,8 @@ func withWorld(_ body: (Engine) throws -> Void) throws {
 
     @Test func anImportedEventMustSitOnItsOwnStream() throws {
         try withWorld { e in
-            let misplaced = EventEnvelope(event: .friendRequested(FriendRequested(from: "cal", to: "dan")), stream: "user:dan")
+            let misplaced = EventEnvelope(
+                event: .friendRequested(FriendRequested(from: "cal", to: "dan")), stream: "user:dan")
             #expect(e.validate([misplaced]).map(\.code) == [.wrongStream])
         }
     }

@@ -291,7 +291,9 @@ struct BenchRunner {
             }
         }
         var workload = BenchReport.Workload(
-            name: "replay", parley: BenchReport.Figures(events: parley.events, seconds: parley.seconds, eventsPerSecond: parley.eventsPerSecond),
+            name: "replay",
+            parley: BenchReport.Figures(
+                events: parley.events, seconds: parley.seconds, eventsPerSecond: parley.eventsPerSecond),
             sqlite: sqlite.map {
                 BenchReport.Figures(events: $0.events, seconds: $0.seconds, eventsPerSecond: $0.eventsPerSecond)
             },
@@ -367,7 +369,8 @@ struct BenchRunner {
         }
         let json = Double(jsonBytes) / Double(sampled)
         let parley = Figures(
-            bytesPerEvent: bytes(files) / events, logBytesPerEvent: bytes(files.filter { $0.hasSuffix(".seg") }) / events,
+            bytesPerEvent: bytes(files) / events,
+            logBytesPerEvent: bytes(files.filter { $0.hasSuffix(".seg") }) / events,
             jsonLinesBytesPerEvent: json)
         var sqlite: Figures?
         if let peer {
@@ -411,7 +414,8 @@ struct BenchRunner {
             }
             batchPoints.append(
                 BenchReport.SweepPoint(
-                    x: batch, parleyEventsPerSecond: parley.eventsPerSecond, sqliteEventsPerSecond: sqlite?.eventsPerSecond,
+                    x: batch, parleyEventsPerSecond: parley.eventsPerSecond,
+                    sqliteEventsPerSecond: sqlite?.eventsPerSecond,
                     parleyP99Micros: parley.percentileMicros(0.99), sqliteP99Micros: sqlite?.percentileMicros(0.99)))
         }
         var producerPoints: [BenchReport.SweepPoint] = []

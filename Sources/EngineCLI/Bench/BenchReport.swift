@@ -159,7 +159,8 @@ struct BenchReport: Codable {
             if number == 0 { lines.append(String(repeating: "─", count: line.count)) }
         }
         let notes = workloads.compactMap { workload in workload.note.map { "- \(workload.name): \($0)" } }
-        let limitNotes = workloads.compactMap { workload in workload.limitNote.map { "- \(workload.name) limit: \($0)" } }
+        let limitNotes = workloads.compactMap { workload in workload.limitNote.map { "- \(workload.name) limit: \($0)" }
+        }
         if !notes.isEmpty || !limitNotes.isEmpty {
             lines.append("")
             lines += notes + limitNotes

@@ -76,7 +76,8 @@ struct ChatMix: Sendable {
     /// The event number `index` (0-based). Pure: the same index always gives the same event.
     func event(_ index: Int) -> SampleEvent {
         var rng = SplitMix64(seed: seed ^ (UInt64(index) &* 0x2545_f491_4f6c_dd1d))
-        let id = EventID(high: (rng.next() & ~0xF000) | 0x4000, low: (rng.next() & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000)
+        let id = EventID(
+            high: (rng.next() & ~0xF000) | 0x4000, low: (rng.next() & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000)
         let time = baseTime + Int64(index) * 3 + Int64(rng.below(3))
         let roll = rng.below(100)
         let type: String
@@ -213,7 +214,8 @@ struct ChatMix: Sendable {
 
     /// The canonical JSON line of an event at `position` (what `parley export` writes).
     static func jsonLine(_ event: SampleEvent, position: Int) -> String {
-        var out = "{\"position\":\(position),\"id\":\"\(event.record.id)\",\"time\":\"\(isoTime(event.record.time ?? 0))\""
+        var out =
+            "{\"position\":\(position),\"id\":\"\(event.record.id)\",\"time\":\"\(isoTime(event.record.time ?? 0))\""
         out += ",\"actor\":\(quoted(event.record.actor)),\"type\":\"\(event.record.type)\""
         out += ",\"stream\":\(quoted(event.record.stream.rawValue)),\"data\":{"
         for (number, (name, value)) in event.fields.enumerated() {

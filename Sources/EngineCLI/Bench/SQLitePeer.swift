@@ -31,8 +31,9 @@ final class SQLitePeer: @unchecked Sendable {
     init(path: String) throws {
         self.path = path
         var handle: OpaquePointer?
-        guard sqlite3_open_v2(path, &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nil)
-            == SQLITE_OK, let handle
+        guard
+            sqlite3_open_v2(path, &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nil)
+                == SQLITE_OK, let handle
         else {
             throw Failure(description: "cannot open SQLite database \(path)")
         }
@@ -76,7 +77,9 @@ final class SQLitePeer: @unchecked Sendable {
     }
 
     deinit {
-        for statement in [begin, commit, rollback, insert, selectAll, selectStreamLatest, selectRoomMessages, selectActor] {
+        for statement in [
+            begin, commit, rollback, insert, selectAll, selectStreamLatest, selectRoomMessages, selectActor,
+        ] {
             sqlite3_finalize(statement)
         }
         sqlite3_close_v2(db)
@@ -102,15 +105,15 @@ final class SQLitePeer: @unchecked Sendable {
                 assigned[stream] = version
                 var id = (record.id.high.bigEndian, record.id.low.bigEndian)
                 _ = withUnsafeBytes(of: &id) { raw in
-                    sqlite3_bind_blob(insert, 1, raw.baseAddress, 16, SQLITE_TRANSIENT_POINTER)
+                    sqlite3_bind_blob(insert, 1, raw.baseAddress, 16, sqliteTransient)
                 }
                 sqlite3_bind_int64(insert, 2, record.time ?? 0)
-                sqlite3_bind_text(insert, 3, stream, -1, SQLITE_TRANSIENT_POINTER)
+                sqlite3_bind_text(insert, 3, stream, -1, sqliteTransient)
                 sqlite3_bind_int64(insert, 4, version)
-                sqlite3_bind_text(insert, 5, record.type, -1, SQLITE_TRANSIENT_POINTER)
-                sqlite3_bind_text(insert, 6, record.actor, -1, SQLITE_TRANSIENT_POINTER)
+                sqlite3_bind_text(insert, 5, record.type, -1, sqliteTransient)
+                sqlite3_bind_text(insert, 6, record.actor, -1, sqliteTransient)
                 _ = record.payload.withUnsafeBytes { raw in
-                    sqlite3_bind_blob(insert, 7, raw.baseAddress, CInt(raw.count), SQLITE_TRANSIENT_POINTER)
+                    sqlite3_bind_blob(insert, 7, raw.baseAddress, CInt(raw.count), sqliteTransient)
                 }
                 try run(insert, "INSERT")
             }
@@ -150,7 +153,7 @@ final class SQLitePeer: @unchecked Sendable {
     }
 
     /// Calls `body` with every row from `position` on, in position order, decoded into a ``Record``.
-    func forEach(from position: Int64 = 1, _ body: (Record) -> Void) throws {
+    func readAll(from position: Int64 = 1, _ body: (Record) -> Void) throws {
         defer { sqlite3_reset(selectAll) }
         sqlite3_bind_int64(selectAll, 1, position)
         while true {
@@ -164,7 +167,7 @@ final class SQLitePeer: @unchecked Sendable {
     /// The newest `limit` events of `stream`, oldest first.
     func latest(in stream: String, limit: Int) throws -> [Record] {
         defer { sqlite3_reset(selectStreamLatest) }
-        sqlite3_bind_text(selectStreamLatest, 1, stream, -1, SQLITE_TRANSIENT_POINTER)
+        sqlite3_bind_text(selectStreamLatest, 1, stream, -1, sqliteTransient)
         sqlite3_bind_int64(selectStreamLatest, 2, Int64(limit))
         var rows: [Record] = []
         while true {
@@ -181,7 +184,7 @@ final class SQLitePeer: @unchecked Sendable {
     /// (without folding edits and deletions, which favours SQLite).
     func latestMessages(in stream: String, limit: Int) throws -> [Record] {
         defer { sqlite3_reset(selectRoomMessages) }
-        sqlite3_bind_text(selectRoomMessages, 1, stream, -1, SQLITE_TRANSIENT_POINTER)
+        sqlite3_bind_text(selectRoomMessages, 1, stream, -1, sqliteTransient)
         sqlite3_bind_int64(selectRoomMessages, 2, Int64(limit))
         var rows: [Record] = []
         while true {
@@ -195,7 +198,7 @@ final class SQLitePeer: @unchecked Sendable {
 
     func events(of actor: String) throws -> [Record] {
         defer { sqlite3_reset(selectActor) }
-        sqlite3_bind_text(selectActor, 1, actor, -1, SQLITE_TRANSIENT_POINTER)
+        sqlite3_bind_text(selectActor, 1, actor, -1, sqliteTransient)
         var rows: [Record] = []
         while true {
             let status = sqlite3_step(selectActor)
@@ -223,4 +226,4 @@ final class SQLitePeer: @unchecked Sendable {
 }
 
 /// SQLite's `SQLITE_TRANSIENT` (a destructor of -1: "copy the value now"), which the C macro hides from Swift.
-let SQLITE_TRANSIENT_POINTER = unsafeBitCast(OpaquePointer(bitPattern: -1), to: sqlite3_destructor_type.self)
+let sqliteTransient = unsafeBitCast(OpaquePointer(bitPattern: -1), to: sqlite3_destructor_type.self)

@@ -1,7 +1,7 @@
 import Dispatch
-import Projections
 import EventLog
 import Foundation
+import Projections
 import Synchronization
 
 /// How big each workload is.
@@ -31,11 +31,13 @@ struct BenchSettings: Codable, Sendable {
         sweepPointSeconds: 0.5)
     static let medium = BenchSettings(
         mode: "medium", appendEvents: 1_000_000, batchEvents: 1_000, concurrentEvents: 200_000, producers: 256,
-        sqliteConcurrentSeconds: 10, replayUsers: 20_000, readRoomQueries: 2_000, auditActorQueries: 500, limitSeconds: 1,
+        sqliteConcurrentSeconds: 10, replayUsers: 20_000, readRoomQueries: 2_000, auditActorQueries: 500,
+        limitSeconds: 1,
         sweepPointSeconds: 3)
     static let full = BenchSettings(
         mode: "full", appendEvents: 10_000_000, batchEvents: 1_000, concurrentEvents: 1_000_000, producers: 256,
-        sqliteConcurrentSeconds: 20, replayUsers: 100_000, readRoomQueries: 5_000, auditActorQueries: 1_000, limitSeconds: 2,
+        sqliteConcurrentSeconds: 20, replayUsers: 100_000, readRoomQueries: 5_000, auditActorQueries: 1_000,
+        limitSeconds: 2,
         sweepPointSeconds: 5)
 }
 
@@ -145,7 +147,9 @@ struct Workloads {
         async throws -> Sample
     {
         let queue = DispatchQueue(label: "parley.bench.sqlite-writer")
-        return try await concurrent(records, producers: producers, deadline: deadline, label: "append-concurrent sqlite") {
+        return try await concurrent(
+            records, producers: producers, deadline: deadline, label: "append-concurrent sqlite"
+        ) {
             record in
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 queue.async {
@@ -213,7 +217,7 @@ struct Workloads {
         var count = 0
         var bytes = 0
         let start = monotonicNanoseconds()
-        try peer.forEach { record in
+        try peer.readAll { record in
             count += 1
             bytes &+= record.payload.count &+ record.type.utf8.count
         }
@@ -228,7 +232,7 @@ struct Workloads {
         var folder = ProjectionFolder()
         var count = 0
         let start = monotonicNanoseconds()
-        try peer.forEach { record in
+        try peer.readAll { record in
             folder.fold(record)
             count += 1
         }
@@ -254,7 +258,8 @@ struct Workloads {
             latencies.append(monotonicNanoseconds() - begin)
             if number % 64 == 0 { progress.update(label, done: number, total: queries) }
         }
-        let sample = Sample(events: queries, seconds: Double(monotonicNanoseconds() - start) / 1e9, latencies: latencies)
+        let sample = Sample(
+            events: queries, seconds: Double(monotonicNanoseconds() - start) / 1e9, latencies: latencies)
         return (sample, rows)
     }
 

@@ -10,7 +10,9 @@ struct QueryConnectionsCommand: ParsableCommand {
     @OptionGroup var limit: LimitOption
 
     func run() throws {
-        let connections = try options.withEngine { engine in limit.apply(engine.connections(try engine.requireUser(user))) }
+        let connections = try options.withEngine { engine in
+            limit.apply(engine.connections(try engine.requireUser(user)))
+        }
         try options.print(connections) {
             Output.table(["user", "mutual friends"], connections.map { [$0.user.rawValue, String($0.mutual)] })
         }

@@ -13,13 +13,16 @@ struct QueryFeedCommand: ParsableCommand {
 
     func run() throws {
         let start = try from.map { try Output.time($0, option: "--from") } ?? .min
-        let feed = try options.withEngine { engine in limit.apply(engine.feed(try engine.requireUser(user), from: start)) }
+        let feed = try options.withEngine { engine in
+            limit.apply(engine.feed(try engine.requireUser(user), from: start))
+        }
         try options.print(feed) {
             Output.table(
                 ["starts", "activity", "kind", "title", "role", "rsvp"],
                 feed.map {
                     [
-                        Output.time($0.startsAt), $0.activity.rawValue, $0.kind.rawValue, Output.cell($0.title, width: 40),
+                        Output.time($0.startsAt), $0.activity.rawValue, $0.kind.rawValue,
+                        Output.cell($0.title, width: 40),
                         $0.role.rawValue, $0.rsvp?.rawValue ?? "–",
                     ]
                 })

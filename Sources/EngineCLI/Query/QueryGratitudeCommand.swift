@@ -23,7 +23,10 @@ struct QueryGratitudeCommand: ParsableCommand {
             Output.table(
                 ["time", "gratitude", "recipient", "feeling", "body"],
                 summary.history.map {
-                    [Output.time($0.time), $0.gratitude.rawValue, $0.recipient, $0.feeling.rawValue, Output.cell($0.body)]
+                    [
+                        Output.time($0.time), $0.gratitude.rawValue, $0.recipient, $0.feeling.rawValue,
+                        Output.cell($0.body),
+                    ]
                 })
         }
     }

@@ -38,7 +38,8 @@ struct QueryMessagesCommand: ParsableCommand {
                         if message.edited { body += " (edited)" }
                     }
                     return [
-                        Output.time(message.time), message.id.rawValue, message.sender.rawValue, message.kind.rawValue, body,
+                        Output.time(message.time), message.id.rawValue, message.sender.rawValue, message.kind.rawValue,
+                        body,
                     ]
                 })
             if let before = page.before { print("older messages: --before \(before)") }

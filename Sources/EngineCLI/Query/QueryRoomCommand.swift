@@ -19,7 +19,8 @@ struct QueryRoomCommand: ParsableCommand {
                 ("created", Output.time(details.created)), ("messages", String(details.messageCount)),
             ]
             if let last = details.lastMessage {
-                fields.append(("last message", "\(Output.cell(last.preview)) (\(last.sender), \(Output.time(last.time)))"))
+                fields.append(
+                    ("last message", "\(Output.cell(last.preview)) (\(last.sender), \(Output.time(last.time)))"))
             } else {
                 fields.append(("last message", "–"))
             }
@@ -30,7 +31,8 @@ struct QueryRoomCommand: ParsableCommand {
 
 extension CLIError {
     static func unknownRoom(_ room: String) -> CLIError {
-        CLIError("unknown room '\(room)': no room was created with that id (list a user's rooms with "
-            + "`parley query rooms --user U`)")
+        CLIError(
+            "unknown room '\(room)': no room was created with that id (list a user's rooms with "
+                + "`parley query rooms --user U`)")
     }
 }

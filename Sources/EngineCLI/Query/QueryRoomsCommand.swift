@@ -3,7 +3,8 @@ import Projections
 
 struct QueryRoomsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "rooms", abstract: "A user's chat rooms, newest activity first, with last message and unread count.")
+        commandName: "rooms",
+        abstract: "A user's chat rooms, newest activity first, with last message and unread count.")
     @OptionGroup var options: QueryOptions
     @Option(help: "The user.") var user: String
     @OptionGroup var limit: LimitOption

@@ -10,7 +10,9 @@ struct QuerySuggestionsCommand: ParsableCommand {
     @OptionGroup var limit: LimitOption
 
     func run() throws {
-        let suggestions = try options.withEngine { engine in limit.apply(engine.suggestions(try engine.requireUser(user))) }
+        let suggestions = try options.withEngine { engine in
+            limit.apply(engine.suggestions(try engine.requireUser(user)))
+        }
         try options.print(suggestions) {
             Output.table(
                 ["user", "shared interests", "same city", "mutual friends"],

@@ -104,13 +104,15 @@ struct AccountsProjection {
             user.about = try reader.optionalString()
             if try reader.bool() {
                 user.location = Location(
-                    city: try reader.optionalString(), lat: try reader.optionalDouble(), lon: try reader.optionalDouble())
+                    city: try reader.optionalString(), lat: try reader.optionalDouble(),
+                    lon: try reader.optionalDouble())
             }
             user.interests = try reader.strings()
             let dogs = try reader.count()
             for _ in 0..<dogs {
                 user.dogs.append(
-                    Dog(name: try reader.string(), breed: try reader.optionalString(),
+                    Dog(
+                        name: try reader.string(), breed: try reader.optionalString(),
                         ageYears: try reader.optionalSigned().map { Int($0) }))
             }
             user.registeredAt = try reader.signed()

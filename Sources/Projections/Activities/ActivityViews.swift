@@ -102,7 +102,9 @@ extension ProjectionState {
         guard let index = activityIDs.index(of: id.rawValue) else { return nil }
         let a = activities.activities[Int(index)]
         var counts = GuestCounts()
-        let guests = a.guests.map { GuestView(user: UserID(users[$0.user]), state: $0.state) }.sorted { $0.user < $1.user }
+        let guests = a.guests.map { GuestView(user: UserID(users[$0.user]), state: $0.state) }.sorted {
+            $0.user < $1.user
+        }
         for guest in guests {
             switch guest.state {
             case .invited: counts.invited += 1
@@ -113,7 +115,8 @@ extension ProjectionState {
         }
         return ActivityView(
             activity: id, host: UserID(users[a.host]), kind: a.kind, title: a.title, description: a.description,
-            startsAt: a.startsAt, endsAt: a.endsAt, place: a.place, cancelled: a.isCancelled, room: RoomID(rooms[a.room]),
+            startsAt: a.startsAt, endsAt: a.endsAt, place: a.place, cancelled: a.isCancelled,
+            room: RoomID(rooms[a.room]),
             guests: guests, counts: counts)
     }
 
@@ -139,7 +142,8 @@ extension ProjectionState {
             }
             items.append(
                 FeedItem(
-                    activity: ActivityID(activityIDs[index]), kind: a.kind, title: a.title, startsAt: a.startsAt, role: role,
+                    activity: ActivityID(activityIDs[index]), kind: a.kind, title: a.title, startsAt: a.startsAt,
+                    role: role,
                     rsvp: rsvp))
         }
         return items.sorted { $0.startsAt != $1.startsAt ? $0.startsAt < $1.startsAt : $0.activity < $1.activity }

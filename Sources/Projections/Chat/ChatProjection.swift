@@ -75,7 +75,9 @@ struct ChatProjection {
     ) {
         precondition(Int(room) == rooms.count, "rooms are created in interning order")
         rooms.append(
-            RoomRecord(kind: kind, name: name, createdBy: by, createdPosition: position, createdTime: time, activity: activity))
+            RoomRecord(
+                kind: kind, name: name, createdBy: by, createdPosition: position, createdTime: time, activity: activity)
+        )
         for member in members { addMember(member, to: room, position: position) }
         if kind == .direct, members.count == 2 { directRooms[Self.pairKey(members[0], members[1])] = room }
     }
@@ -92,7 +94,8 @@ struct ChatProjection {
         userRooms[Int(user)].remove(room)
     }
 
-    mutating func sent(_ event: MessageSent, message: Int32, room: Int32, sender: Int32, position: UInt64, time: Int64) {
+    mutating func sent(_ event: MessageSent, message: Int32, room: Int32, sender: Int32, position: UInt64, time: Int64)
+    {
         precondition(Int(message) == messages.count, "messages are added in interning order")
         var mediaIndex: Int32 = -1
         if let attached = event.media {
@@ -204,11 +207,13 @@ struct ChatProjection {
         rooms.reserveCapacity(roomCount)
         for index in 0..<roomCount {
             var room = RoomRecord(
-                kind: try reader.rawEnum(RoomKind.self), name: try reader.optionalString(), createdBy: try reader.int32(),
+                kind: try reader.rawEnum(RoomKind.self), name: try reader.optionalString(),
+                createdBy: try reader.int32(),
                 createdPosition: try reader.varint(), createdTime: try reader.signed(), activity: try reader.int32())
             let memberCount = try reader.count()
             for _ in 0..<memberCount {
-                let member = Member(user: try reader.int32(), readMarker: try reader.varint(), unread: try reader.int32())
+                let member = Member(
+                    user: try reader.int32(), readMarker: try reader.varint(), unread: try reader.int32())
                 guard member.user >= 0, Int(member.user) < userCount else {
                     throw ByteReaderError(description: "bad member index \(member.user)")
                 }

@@ -32,7 +32,8 @@ extension ProjectionState {
         } else {
             preview = "[\(m.kind.rawValue)]"
         }
-        return LastMessage(id: MessageID(messageIDs[last]), sender: UserID(users[m.sender]), preview: preview, time: m.time)
+        return LastMessage(
+            id: MessageID(messageIDs[last]), sender: UserID(users[m.sender]), preview: preview, time: m.time)
     }
 
     func roomSummaries(_ user: UserID) -> [RoomSummary] {
@@ -82,7 +83,8 @@ extension ProjectionState {
             views.append(
                 MessageView(
                     id: MessageID(messageIDs[next]), sender: UserID(users[m.sender]), kind: m.kind,
-                    body: m.isDeleted ? nil : m.body, media: m.isDeleted || m.media < 0 ? nil : chat.media[Int(m.media)],
+                    body: m.isDeleted ? nil : m.body,
+                    media: m.isDeleted || m.media < 0 ? nil : chat.media[Int(m.media)],
                     time: m.time, edited: m.isEdited, deleted: m.isDeleted))
             oldest = next
             next = m.previous

@@ -35,7 +35,8 @@ extension Engine {
                 payloads.append(payload)
                 proposals.append(
                     ProposedRecord(
-                        id: .random(), stream: StreamName(event.stream), type: event.typeName, actor: actor, time: stamp,
+                        id: .random(), stream: StreamName(event.stream), type: event.typeName, actor: actor,
+                        time: stamp,
                         payload: payload))
             }
             let result: AppendResult
@@ -106,21 +107,24 @@ extension Engine {
     /// - Throws: `.userNotFound`, `.noPendingRequest`.
     @discardableResult
     public func acceptFriend(_ user: UserID, from: UserID, time: Int64? = nil) throws(ValidationError) -> Position {
-        try execute([.friendRequestAccepted(FriendRequestAccepted(from: from, to: user))], actor: user.rawValue, time: time)[0]
+        try execute(
+            [.friendRequestAccepted(FriendRequestAccepted(from: from, to: user))], actor: user.rawValue, time: time)[0]
     }
 
     /// `user` declines the pending request from `from`.
     /// - Throws: `.userNotFound`, `.noPendingRequest`.
     @discardableResult
     public func declineFriend(_ user: UserID, from: UserID, time: Int64? = nil) throws(ValidationError) -> Position {
-        try execute([.friendRequestDeclined(FriendRequestDeclined(from: from, to: user))], actor: user.rawValue, time: time)[0]
+        try execute(
+            [.friendRequestDeclined(FriendRequestDeclined(from: from, to: user))], actor: user.rawValue, time: time)[0]
     }
 
     /// `from` withdraws the pending request to `to`.
     /// - Throws: `.userNotFound`, `.noPendingRequest`.
     @discardableResult
     public func cancelFriendRequest(from: UserID, to: UserID, time: Int64? = nil) throws(ValidationError) -> Position {
-        try execute([.friendRequestCancelled(FriendRequestCancelled(from: from, to: to))], actor: from.rawValue, time: time)[0]
+        try execute(
+            [.friendRequestCancelled(FriendRequestCancelled(from: from, to: to))], actor: from.rawValue, time: time)[0]
     }
 
     /// `user` ends the friendship with `friend`.
@@ -184,7 +188,8 @@ extension Engine {
     ) throws(ValidationError) -> SentMessage {
         let id = message ?? MessageID(newID("m") { $0.messageIDs.index(of: $1) != nil })
         let event = DomainEvent.messageSent(
-            MessageSent(room: room, message: id, sender: sender, kind: kind, body: body, media: media, replyTo: replyTo))
+            MessageSent(room: room, message: id, sender: sender, kind: kind, body: body, media: media, replyTo: replyTo)
+        )
         let positions = try execute([event], actor: sender.rawValue, time: time)
         return SentMessage(room: room, message: id, position: positions[0], createdRoom: false)
     }
@@ -206,7 +211,8 @@ extension Engine {
             return RoomID(s.rooms[room])
         }
         if let existing {
-            return try sendMessage(in: existing, from: sender, kind: kind, body: body, media: media, message: id, time: time)
+            return try sendMessage(
+                in: existing, from: sender, kind: kind, body: body, media: media, message: id, time: time)
         }
         if sender == recipient {
             throw ValidationError(.selfRelationship, "user \(sender) cannot start a direct room with themself")
@@ -223,9 +229,10 @@ extension Engine {
                 try s.checkNewMessage(sent)
             }
             return SentMessage(room: roomID, message: id, position: positions[1], createdRoom: true)
-        } catch where error.code == .directRoomExists && room == nil {
+        } catch  where error.code == .directRoomExists && room == nil {
             // Another first message between the two won the race: post into the room it made.
-            return try sendMessage(from: sender, to: recipient, kind: kind, body: body, media: media, message: id, time: time)
+            return try sendMessage(
+                from: sender, to: recipient, kind: kind, body: body, media: media, message: id, time: time)
         }
     }
 
@@ -235,7 +242,9 @@ extension Engine {
     public func editMessage(
         _ message: MessageID, in room: RoomID, by user: UserID, body: String, time: Int64? = nil
     ) throws(ValidationError) -> Position {
-        try execute([.messageEdited(MessageEdited(room: room, message: message, body: body))], actor: user.rawValue, time: time)[0]
+        try execute(
+            [.messageEdited(MessageEdited(room: room, message: message, body: body))], actor: user.rawValue, time: time)[
+                0]
     }
 
     /// The sender deletes a message; it keeps its place and stays deleted.
@@ -244,7 +253,8 @@ extension Engine {
     public func deleteMessage(_ message: MessageID, in room: RoomID, by user: UserID, time: Int64? = nil)
         throws(ValidationError) -> Position
     {
-        try execute([.messageDeleted(MessageDeleted(room: room, message: message))], actor: user.rawValue, time: time)[0]
+        try execute([.messageDeleted(MessageDeleted(room: room, message: message))], actor: user.rawValue, time: time)[
+            0]
     }
 
     /// `user` has read `room` up to `upTo` (default: its newest message).
@@ -264,7 +274,8 @@ extension Engine {
         guard let target else {
             throw ValidationError(.messageNotFound, "room \(room) has no message to mark as read")
         }
-        return try execute([.messagesRead(MessagesRead(room: room, user: user, upTo: target))], actor: user.rawValue, time: time)[0]
+        return try execute(
+            [.messagesRead(MessagesRead(room: room, user: user, upTo: target))], actor: user.rawValue, time: time)[0]
     }
 
     // MARK: Activities
@@ -311,7 +322,8 @@ extension Engine {
     public func invite(_ guests: [UserID], to activity: ActivityID, by host: UserID, time: Int64? = nil)
         throws(ValidationError) -> Position
     {
-        try execute([.guestsInvited(GuestsInvited(activity: activity, guests: guests))], actor: host.rawValue, time: time)[0]
+        try execute(
+            [.guestsInvited(GuestsInvited(activity: activity, guests: guests))], actor: host.rawValue, time: time)[0]
     }
 
     /// The host takes an invitation back.
@@ -320,16 +332,21 @@ extension Engine {
     public func revokeInvitation(_ guest: UserID, from activity: ActivityID, by host: UserID, time: Int64? = nil)
         throws(ValidationError) -> Position
     {
-        try execute([.invitationRevoked(InvitationRevoked(activity: activity, guest: guest))], actor: host.rawValue, time: time)[0]
+        try execute(
+            [.invitationRevoked(InvitationRevoked(activity: activity, guest: guest))], actor: host.rawValue, time: time)[
+                0]
     }
 
     /// A guest (or the host) answers.
     /// - Throws: `.activityNotFound`, `.userNotFound`, `.activityCancelled`, `.notInvited`.
     @discardableResult
-    public func rsvp(_ activity: ActivityID, user: UserID, answer: RSVPAnswer, time: Int64? = nil) throws(ValidationError)
+    public func rsvp(_ activity: ActivityID, user: UserID, answer: RSVPAnswer, time: Int64? = nil)
+        throws(ValidationError)
         -> Position
     {
-        try execute([.rsvpGiven(RSVPGiven(activity: activity, user: user, answer: answer))], actor: user.rawValue, time: time)[0]
+        try execute(
+            [.rsvpGiven(RSVPGiven(activity: activity, user: user, answer: answer))], actor: user.rawValue, time: time)[
+                0]
     }
 
     // MARK: Gratitude
@@ -341,7 +358,8 @@ extension Engine {
         throws(ValidationError) -> Position
     {
         try execute(
-            [.feelingDefined(FeelingDefined(feeling: feeling, name: name, emoji: emoji))], actor: UserID.system.rawValue,
+            [.feelingDefined(FeelingDefined(feeling: feeling, name: name, emoji: emoji))],
+            actor: UserID.system.rawValue,
             time: time)[0]
     }
 

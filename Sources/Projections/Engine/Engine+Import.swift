@@ -28,7 +28,8 @@ extension Engine {
     /// - Throws: ``BatchValidationError`` listing every problem with its index; ``ValidationError`` wrapped in
     ///   it with `.storage` when the log fails.
     @discardableResult
-    public func apply(_ events: [EventEnvelope], skipInvalid: Bool = false) throws(BatchValidationError) -> ApplyResult {
+    public func apply(_ events: [EventEnvelope], skipInvalid: Bool = false) throws(BatchValidationError) -> ApplyResult
+    {
         try state.withLock { (current: inout ProjectionState) throws(BatchValidationError) -> ApplyResult in
             do throws(ValidationError) {
                 try Engine.fold(log: log, into: &current)
@@ -39,7 +40,8 @@ extension Engine {
             // into the live state instead of a copy: copying the state would cost O(state) per call.
             var scratch = ProjectionState()
             if !skipInvalid { scratch = current }
-            let plan = skipInvalid ? Engine.plan(events, on: &current, log: log) : Engine.plan(events, on: &scratch, log: log)
+            let plan =
+                skipInvalid ? Engine.plan(events, on: &current, log: log) : Engine.plan(events, on: &scratch, log: log)
             if !plan.problems.isEmpty && !skipInvalid { throw BatchValidationError(problems: plan.problems) }
             guard !plan.proposals.isEmpty else {
                 return ApplyResult(appended: [], duplicates: plan.duplicates, skipped: plan.problems)
@@ -134,7 +136,8 @@ extension Engine {
                 scratch.apply(event, position: position, time: time)
                 plan.proposals.append(
                     ProposedRecord(
-                        id: envelope.id ?? .random(), stream: StreamName(event.stream), type: event.typeName, actor: actor,
+                        id: envelope.id ?? .random(), stream: StreamName(event.stream), type: event.typeName,
+                        actor: actor,
                         time: time, payload: payload))
             } catch {
                 var problem = error

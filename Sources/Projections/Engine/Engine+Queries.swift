@@ -11,7 +11,8 @@ extension Engine {
     /// The newest `limit` messages before `before` (a cursor from an earlier page; nil for the newest),
     /// oldest first.
     /// - Throws: `.roomNotFound`, or `.undecodable` for a cursor no page returned.
-    public func messages(_ room: RoomID, before: String? = nil, limit: Int = 50) throws(ValidationError) -> MessagePage {
+    public func messages(_ room: RoomID, before: String? = nil, limit: Int = 50) throws(ValidationError) -> MessagePage
+    {
         try read { (s: borrowing ProjectionState) throws(ValidationError) -> MessagePage in
             try s.messagePage(room, before: before, limit: limit)
         }
@@ -27,7 +28,9 @@ extension Engine {
     public func connections(_ user: UserID) -> [Connection] { query { $0.connectionList(user) } }
 
     /// How `viewer` relates to `user`, with its label.
-    public func relationship(_ viewer: UserID, _ user: UserID) -> Relationship { query { $0.relationship(viewer, user) } }
+    public func relationship(_ viewer: UserID, _ user: UserID) -> Relationship {
+        query { $0.relationship(viewer, user) }
+    }
 
     /// An activity with its guests and counts; nil if unknown.
     public func activity(_ activity: ActivityID) -> ActivityView? { query { $0.activityView(activity) } }
@@ -54,7 +57,8 @@ extension Engine {
     public func counts() -> Counts {
         query { s in
             Counts(
-                events: s.position, users: s.accounts.users.lazy.filter(\.isRegistered).count, rooms: s.chat.rooms.count,
+                events: s.position, users: s.accounts.users.lazy.filter(\.isRegistered).count,
+                rooms: s.chat.rooms.count,
                 messages: s.chat.messages.count, activities: s.activities.activities.count,
                 gratitudes: s.gratitude.ids.count)
         }

@@ -40,7 +40,8 @@ extension Engine {
             var last = initial
             do {
                 for try await event in log.subscribe(from: start.next) {
-                    guard case .record(let record) = event, record.stream == name || record.type == ActivityHosted.typeName
+                    guard case .record(let record) = event,
+                        record.stream == name || record.type == ActivityHosted.typeName
                     else { continue }
                     guard let page = try? messages(room, limit: limit), page != last else { continue }
                     last = page

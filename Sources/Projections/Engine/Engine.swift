@@ -42,7 +42,8 @@ public final class Engine: Sendable {
             throw ValidationError(.storage, "cannot open the log at \(directory): \(error.message)")
         }
         var report = OpenReport()
-        var state = Snapshots.loadNewest(directory: directory, log: log, ignored: &report.ignoredSnapshots)
+        var state =
+            Snapshots.loadNewest(directory: directory, log: log, ignored: &report.ignoredSnapshots)
             ?? ProjectionState()
         if state.position > 0 { report.snapshotPosition = Position(state.position) }
         let start = state.position
@@ -74,7 +75,8 @@ public final class Engine: Sendable {
         guard log.head.rawValue > state.position else { return }
         state.reserve(records: Int(log.head.rawValue - state.position))
         if log.head.rawValue - state.position > pipelineThreshold {
-            try ReplayPipeline.fold(log: log, from: Position(state.position + 1), into: &state, decodeAhead: decodeAhead)
+            try ReplayPipeline.fold(
+                log: log, from: Position(state.position + 1), into: &state, decodeAhead: decodeAhead)
             return
         }
         // Folded in place: on a read error the state is consistent at the last record folded.
@@ -116,7 +118,9 @@ public final class Engine: Sendable {
     }
 
     /// Reads the state after folding anything appended behind the engine's back.
-    func read<T: Sendable>(_ body: (borrowing ProjectionState) throws(ValidationError) -> T) throws(ValidationError) -> T {
+    func read<T: Sendable>(_ body: (borrowing ProjectionState) throws(ValidationError) -> T) throws(ValidationError)
+        -> T
+    {
         try state.withLock { (current: inout ProjectionState) throws(ValidationError) -> T in
             try Engine.fold(log: log, into: &current)
             return try body(current)

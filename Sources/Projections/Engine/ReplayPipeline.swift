@@ -55,7 +55,8 @@ final class ReplayPipeline: @unchecked Sendable {
                 }
                 chunk.records.append(record)
                 if decodeAhead {
-                    chunk.events.append(lastCode >= 0 ? try? DomainEvent.decode(code: lastCode, payload: record.payload) : nil)
+                    chunk.events.append(
+                        lastCode >= 0 ? try? DomainEvent.decode(code: lastCode, payload: record.payload) : nil)
                 }
                 if chunk.records.count == Self.chunkSize {
                     push(chunk)

@@ -1,8 +1,9 @@
+import EventLog
+import Foundation
+
 #if canImport(Glibc)
     import Glibc
 #endif
-import EventLog
-import Foundation
 
 /// Snapshot files: all projection state at a position, in the log's data directory.
 ///
@@ -65,14 +66,20 @@ enum Snapshots {
             return (version, position, idBytes, try r.fixed64(), try r.fixed64())
         }
         guard version == ProjectionState.snapshotFormatVersion else {
-            throw ByteReaderError(description: "snapshot format version \(version), this build reads \(ProjectionState.snapshotFormatVersion)")
+            throw ByteReaderError(
+                description:
+                    "snapshot format version \(version), this build reads \(ProjectionState.snapshotFormatVersion)")
         }
         guard position <= log.head.rawValue else {
             throw ByteReaderError(description: "snapshot at \(position) is ahead of the log head \(log.head)")
         }
-        guard UInt64(bytes.count - header) == length else { throw ByteReaderError(description: "snapshot is truncated") }
+        guard UInt64(bytes.count - header) == length else {
+            throw ByteReaderError(description: "snapshot is truncated")
+        }
         let body = bytes[header...]
-        guard WordChecksum.hash(body) == checksum else { throw ByteReaderError(description: "snapshot checksum mismatch") }
+        guard WordChecksum.hash(body) == checksum else {
+            throw ByteReaderError(description: "snapshot checksum mismatch")
+        }
         if position > 0 {
             let record: Record?
             do throws(EventLogError) {

@@ -16,7 +16,9 @@ public struct UserRegistered: BinaryPayload {
     public var name: String?
 
     /// Makes a value from its fields.
-    public init(user: UserID, method: RegistrationMethod, phone: String? = nil, email: String? = nil, name: String? = nil) {
+    public init(
+        user: UserID, method: RegistrationMethod, phone: String? = nil, email: String? = nil, name: String? = nil
+    ) {
         self.user = user
         self.method = method
         self.phone = phone
@@ -144,7 +146,8 @@ public struct ProfileUpdated: BinaryPayload {
         about = try reader.optionalString()
         location = nil
         if try reader.bool() {
-            location = Location(city: try reader.optionalString(), lat: try reader.optionalDouble(), lon: try reader.optionalDouble())
+            location = Location(
+                city: try reader.optionalString(), lat: try reader.optionalDouble(), lon: try reader.optionalDouble())
         }
         interests = try reader.bool() ? try reader.strings() : nil
         dogs = nil
@@ -153,7 +156,8 @@ public struct ProfileUpdated: BinaryPayload {
             var list: [Dog] = []
             for _ in 0..<n {
                 list.append(
-                    Dog(name: try reader.string(), breed: try reader.optionalString(),
+                    Dog(
+                        name: try reader.string(), breed: try reader.optionalString(),
                         ageYears: try reader.optionalSigned().map { Int($0) }))
             }
             dogs = list

@@ -267,7 +267,8 @@ extension KeyedDecodingContainer {
         let text = try decode(String.self, forKey: key)
         guard let time = Timestamp.parse(text) else {
             throw DecodingError.dataCorruptedError(
-                forKey: key, in: self, debugDescription: "'\(text)' is not an ISO 8601 UTC time like 2026-11-20T09:30:00.000Z")
+                forKey: key, in: self,
+                debugDescription: "'\(text)' is not an ISO 8601 UTC time like 2026-11-20T09:30:00.000Z")
         }
         return time
     }

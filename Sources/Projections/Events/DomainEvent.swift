@@ -124,9 +124,12 @@ public enum DomainEvent: Sendable, Hashable {
             case UserRegistered.typeName: decoded = .userRegistered(try UserRegistered.decode(payload))
             case ProfileUpdated.typeName: decoded = .profileUpdated(try ProfileUpdated.decode(payload))
             case FriendRequested.typeName: decoded = .friendRequested(try FriendRequested.decode(payload))
-            case FriendRequestAccepted.typeName: decoded = .friendRequestAccepted(try FriendRequestAccepted.decode(payload))
-            case FriendRequestDeclined.typeName: decoded = .friendRequestDeclined(try FriendRequestDeclined.decode(payload))
-            case FriendRequestCancelled.typeName: decoded = .friendRequestCancelled(try FriendRequestCancelled.decode(payload))
+            case FriendRequestAccepted.typeName:
+                decoded = .friendRequestAccepted(try FriendRequestAccepted.decode(payload))
+            case FriendRequestDeclined.typeName:
+                decoded = .friendRequestDeclined(try FriendRequestDeclined.decode(payload))
+            case FriendRequestCancelled.typeName:
+                decoded = .friendRequestCancelled(try FriendRequestCancelled.decode(payload))
             case Unfriended.typeName: decoded = .unfriended(try Unfriended.decode(payload))
             case UserBlocked.typeName: decoded = .userBlocked(try UserBlocked.decode(payload))
             case UserUnblocked.typeName: decoded = .userUnblocked(try UserUnblocked.decode(payload))
@@ -283,10 +286,14 @@ public enum DomainEvent: Sendable, Hashable {
         switch type {
         case UserRegistered.typeName: return .userRegistered(try container.decode(UserRegistered.self, forKey: .data))
         case ProfileUpdated.typeName: return .profileUpdated(try container.decode(ProfileUpdated.self, forKey: .data))
-        case FriendRequested.typeName: return .friendRequested(try container.decode(FriendRequested.self, forKey: .data))
-        case FriendRequestAccepted.typeName: return .friendRequestAccepted(try container.decode(FriendRequestAccepted.self, forKey: .data))
-        case FriendRequestDeclined.typeName: return .friendRequestDeclined(try container.decode(FriendRequestDeclined.self, forKey: .data))
-        case FriendRequestCancelled.typeName: return .friendRequestCancelled(try container.decode(FriendRequestCancelled.self, forKey: .data))
+        case FriendRequested.typeName:
+            return .friendRequested(try container.decode(FriendRequested.self, forKey: .data))
+        case FriendRequestAccepted.typeName:
+            return .friendRequestAccepted(try container.decode(FriendRequestAccepted.self, forKey: .data))
+        case FriendRequestDeclined.typeName:
+            return .friendRequestDeclined(try container.decode(FriendRequestDeclined.self, forKey: .data))
+        case FriendRequestCancelled.typeName:
+            return .friendRequestCancelled(try container.decode(FriendRequestCancelled.self, forKey: .data))
         case Unfriended.typeName: return .unfriended(try container.decode(Unfriended.self, forKey: .data))
         case UserBlocked.typeName: return .userBlocked(try container.decode(UserBlocked.self, forKey: .data))
         case UserUnblocked.typeName: return .userUnblocked(try container.decode(UserUnblocked.self, forKey: .data))
@@ -298,13 +305,17 @@ public enum DomainEvent: Sendable, Hashable {
         case MessageDeleted.typeName: return .messageDeleted(try container.decode(MessageDeleted.self, forKey: .data))
         case MessagesRead.typeName: return .messagesRead(try container.decode(MessagesRead.self, forKey: .data))
         case ActivityHosted.typeName: return .activityHosted(try container.decode(ActivityHosted.self, forKey: .data))
-        case ActivityUpdated.typeName: return .activityUpdated(try container.decode(ActivityUpdated.self, forKey: .data))
-        case ActivityCancelled.typeName: return .activityCancelled(try container.decode(ActivityCancelled.self, forKey: .data))
+        case ActivityUpdated.typeName:
+            return .activityUpdated(try container.decode(ActivityUpdated.self, forKey: .data))
+        case ActivityCancelled.typeName:
+            return .activityCancelled(try container.decode(ActivityCancelled.self, forKey: .data))
         case GuestsInvited.typeName: return .guestsInvited(try container.decode(GuestsInvited.self, forKey: .data))
-        case InvitationRevoked.typeName: return .invitationRevoked(try container.decode(InvitationRevoked.self, forKey: .data))
+        case InvitationRevoked.typeName:
+            return .invitationRevoked(try container.decode(InvitationRevoked.self, forKey: .data))
         case RSVPGiven.typeName: return .rsvpGiven(try container.decode(RSVPGiven.self, forKey: .data))
         case FeelingDefined.typeName: return .feelingDefined(try container.decode(FeelingDefined.self, forKey: .data))
-        case GratitudeTagged.typeName: return .gratitudeTagged(try container.decode(GratitudeTagged.self, forKey: .data))
+        case GratitudeTagged.typeName:
+            return .gratitudeTagged(try container.decode(GratitudeTagged.self, forKey: .data))
         default:
             throw DecodingError.dataCorruptedError(
                 forKey: .type, in: container, debugDescription: "unknown event type '\(type)'")

@@ -64,7 +64,9 @@ public enum RSVPAnswer: String, Sendable, Hashable, Codable, CaseIterable {
 
 extension ByteWriter {
     mutating func rawEnum<E: RawRepresentable & CaseIterable & Equatable>(_ value: E) {
-        byte(UInt8(E.allCases.firstIndex(of: value).map { E.allCases.distance(from: E.allCases.startIndex, to: $0) } ?? 0))
+        byte(
+            UInt8(
+                E.allCases.firstIndex(of: value).map { E.allCases.distance(from: E.allCases.startIndex, to: $0) } ?? 0))
     }
 }
 

@@ -91,11 +91,13 @@ extension ProjectionState {
         for other in 0..<Int32(users.count) where other != u {
             let record = accounts.users[Int(other)]
             guard record.isRegistered, !graph.areFriends(u, other), !graph.isBlocked(u, other) else { continue }
-            let shared = myInterests.isEmpty ? 0 : Set(record.interests.map { $0.lowercased() }).intersection(myInterests).count
+            let shared =
+                myInterests.isEmpty ? 0 : Set(record.interests.map { $0.lowercased() }).intersection(myInterests).count
             let sameCity = myCity != nil && record.location?.city?.lowercased() == myCity
             let mutual = graph.mutualCount(u, other)
             guard shared > 0 || sameCity || mutual > 0 else { continue }
-            result.append(Suggestion(user: UserID(users[other]), sharedInterests: shared, sameCity: sameCity, mutual: mutual))
+            result.append(
+                Suggestion(user: UserID(users[other]), sharedInterests: shared, sameCity: sameCity, mutual: mutual))
         }
         return result.sorted {
             if $0.sharedInterests != $1.sharedInterests { return $0.sharedInterests > $1.sharedInterests }

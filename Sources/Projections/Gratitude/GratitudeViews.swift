@@ -34,7 +34,9 @@ public struct GratitudeSummary: Sendable, Hashable, Encodable {
 
 extension ProjectionState {
     func gratitudeSummary(_ user: UserID) -> GratitudeSummary {
-        guard let u = users.index(of: user.rawValue) else { return GratitudeSummary(total: 0, byFeeling: [:], history: []) }
+        guard let u = users.index(of: user.rawValue) else {
+            return GratitudeSummary(total: 0, byFeeling: [:], history: [])
+        }
         let list = gratitude.byAuthor[Int(u)]
         var byFeeling: [String: Int] = [:]
         for entry in list { byFeeling[entry.feeling, default: 0] += 1 }

@@ -18,7 +18,8 @@ extension ImportPlan {
             problems.append(
                 ImportProblem(
                     path: "/", code: "unknownShape",
-                    message: "no Users/Messages (LikeMinds) or users/messages (ChatApp) node: not a known Firebase export"))
+                    message:
+                        "no Users/Messages (LikeMinds) or users/messages (ChatApp) node: not a known Firebase export"))
         }
     }
 
@@ -83,14 +84,17 @@ extension ImportPlan {
                 problems.append(
                     ImportProblem(
                         path: "Messages/\(room)", code: "roomMembers",
-                        message: "room \(room) has \(members.count) known member(s) (\(members.joined(separator: ", "))); "
+                        message:
+                            "room \(room) has \(members.count) known member(s) (\(members.joined(separator: ", "))); "
                             + "a LikeMinds chat has exactly two: list both in UsersChatRooms"))
                 continue
             }
             let first = messages[0]
             add(
                 .roomCreated(
-                    RoomCreated(room: RoomID(room), kind: .direct, by: UserID(first.sender), members: members.map { UserID($0) })),
+                    RoomCreated(
+                        room: RoomID(room), kind: .direct, by: UserID(first.sender), members: members.map { UserID($0) }
+                    )),
                 idKey: "likeminds/ChatRooms/\(room)", time: first.time, path: "Messages/\(room)")
             for message in messages {
                 add(
@@ -150,15 +154,18 @@ extension ImportPlan {
                 continue
             }
             guard let from = Loose.string(entry["fromId"]), let to = Loose.string(entry["toId"]) else {
-                problems.append(ImportProblem(path: path, code: "missingField", message: "\(path) needs fromId and toId"))
+                problems.append(
+                    ImportProblem(path: path, code: "missingField", message: "\(path) needs fromId and toId"))
                 continue
             }
             let time = Loose.time(entry["timestamp"])
             if entry["timestamp"] != nil && time == nil {
-                problems.append(ImportProblem(path: path, code: "invalidTime", message: "\(path)/timestamp is not a time"))
+                problems.append(
+                    ImportProblem(path: path, code: "invalidTime", message: "\(path)/timestamp is not a time"))
                 continue
             }
-            var message = Message(key: key, from: from, to: to, time: time, kind: .text, body: Loose.string(entry["text"]))
+            var message = Message(
+                key: key, from: from, to: to, time: time, kind: .text, body: Loose.string(entry["text"]))
             let width = Loose.int(entry["imageWidth"])
             let height = Loose.int(entry["imageHeight"])
             if let video = Loose.string(entry["videoUrl"]) {
@@ -228,12 +235,16 @@ extension ImportPlan {
                 dogs = [Dog(name: text)]
             } else if let object = user["dogInfo"] as? [String: Any], let dogName = Loose.string(object["name"]) {
                 dogs = [
-                    Dog(name: dogName, breed: Loose.string(object["breed"]), ageYears: Loose.int(object["age"] ?? object["ageYears"]))
+                    Dog(
+                        name: dogName, breed: Loose.string(object["breed"]),
+                        ageYears: Loose.int(object["age"] ?? object["ageYears"]))
                 ]
             } else if let list = user["dogInfo"] as? [[String: Any]] {
                 dogs = list.compactMap { dog in
                     Loose.string(dog["name"]).map {
-                        Dog(name: $0, breed: Loose.string(dog["breed"]), ageYears: Loose.int(dog["age"] ?? dog["ageYears"]))
+                        Dog(
+                            name: $0, breed: Loose.string(dog["breed"]),
+                            ageYears: Loose.int(dog["age"] ?? dog["ageYears"]))
                     }
                 }
             }
@@ -242,7 +253,8 @@ extension ImportPlan {
             if location != nil || dogs != nil || photo != nil || about != nil {
                 add(
                     .profileUpdated(
-                        ProfileUpdated(user: UserID(key), photoURL: photo, about: about, location: location, dogs: dogs)),
+                        ProfileUpdated(user: UserID(key), photoURL: photo, about: about, location: location, dogs: dogs)
+                    ),
                     idKey: "wagchat/users/\(key)/profile", time: nil, path: path)
             }
         }
@@ -255,7 +267,8 @@ extension ImportPlan {
             }
             guard let members = (chat["users"] as? [Any])?.compactMap(Loose.string), members.count == 2 else {
                 problems.append(
-                    ImportProblem(path: path + "/users", code: "roomMembers", message: "\(path)/users must list two users"))
+                    ImportProblem(
+                        path: path + "/users", code: "roomMembers", message: "\(path)/users must list two users"))
                 continue
             }
             let thread =
@@ -266,23 +279,29 @@ extension ImportPlan {
                 let messagePath = "\(path)/thread/\(messageKey)"
                 guard let message = value as? [String: Any], let sender = Loose.string(message["senderID"]) else {
                     problems.append(
-                        ImportProblem(path: messagePath, code: "missingField", message: "\(messagePath) needs a senderID"))
+                        ImportProblem(
+                            path: messagePath, code: "missingField", message: "\(messagePath) needs a senderID"))
                     continue
                 }
                 let time = Loose.time(message["created"])
                 if message["created"] != nil && time == nil {
                     problems.append(
-                        ImportProblem(path: messagePath, code: "invalidTime", message: "\(messagePath)/created is not a time"))
+                        ImportProblem(
+                            path: messagePath, code: "invalidTime", message: "\(messagePath)/created is not a time"))
                     continue
                 }
                 messages.append(
-                    (messageKey, sender, Loose.string(message["content"]), Loose.string(message["senderUsername"]), time))
+                    (
+                        messageKey, sender, Loose.string(message["content"]), Loose.string(message["senderUsername"]),
+                        time
+                    ))
             }
             messages.sort { ($0.time ?? 0, $0.key) < ($1.time ?? 0, $1.key) }
             let creator = messages.first?.sender ?? members[0]
             add(
                 .roomCreated(
-                    RoomCreated(room: RoomID(key), kind: .direct, by: UserID(creator), members: members.map { UserID($0) })),
+                    RoomCreated(
+                        room: RoomID(key), kind: .direct, by: UserID(creator), members: members.map { UserID($0) })),
                 idKey: "wagchat/chats/\(key)", time: messages.first?.time, path: path)
             for message in messages {
                 add(

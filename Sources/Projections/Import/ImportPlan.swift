@@ -85,7 +85,8 @@ public struct ImportPlan: Sendable {
     public static func read(_ data: Data, format: ImportFormat) -> ImportPlan {
         var plan = ImportPlan()
         if data.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) {
-            plan.problems.append(ImportProblem(code: "emptyFile", message: "the file is empty: there is nothing to import"))
+            plan.problems.append(
+                ImportProblem(code: "emptyFile", message: "the file is empty: there is nothing to import"))
             return plan
         }
         switch format {
@@ -93,7 +94,9 @@ public struct ImportPlan: Sendable {
         case .firebaseRTDB, .firestoreJSON:
             guard let object = try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed]) else {
                 plan.problems.append(
-                    ImportProblem(code: "notJSON", message: "the file is not JSON (a \(format.rawValue) export is one JSON object)"))
+                    ImportProblem(
+                        code: "notJSON",
+                        message: "the file is not JSON (a \(format.rawValue) export is one JSON object)"))
                 return plan
             }
             guard let root = object as? [String: Any] else {

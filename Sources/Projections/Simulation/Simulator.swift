@@ -19,7 +19,10 @@ public final class Simulator {
         /// Events handed to the engine per apply call (one durable append each).
         public var chunkSize: Int
 
-        public init(users: Int = 20_000, days: Int = 7, seed: UInt64 = 42, start: Int64 = 1_794_182_400_000, chunkSize: Int = 4096) {
+        public init(
+            users: Int = 20_000, days: Int = 7, seed: UInt64 = 42, start: Int64 = 1_794_182_400_000,
+            chunkSize: Int = 4096
+        ) {
             self.users = users
             self.days = days
             self.seed = seed
@@ -194,7 +197,9 @@ public final class Simulator {
         UInt64(UInt32(bitPattern: from)) << 32 | UInt64(UInt32(bitPattern: to))
     }
 
-    private func minutes(_ low: Int, _ high: Int) -> Int64 { Int64.random(in: Int64(low)...Int64(high), using: &random) * 60_000 }
+    private func minutes(_ low: Int, _ high: Int) -> Int64 {
+        Int64.random(in: Int64(low)...Int64(high), using: &random) * 60_000
+    }
 
     // MARK: Actions
 
@@ -202,8 +207,10 @@ public final class Simulator {
         switch action {
         case .defineFeelings:
             for feeling in Simulator.feelings {
-                emit(.feelingDefined(FeelingDefined(feeling: FeelingID(feeling.id), name: feeling.name, emoji: feeling.emoji)),
-                     actor: .system, at: time)
+                emit(
+                    .feelingDefined(
+                        FeelingDefined(feeling: FeelingID(feeling.id), name: feeling.name, emoji: feeling.emoji)),
+                    actor: .system, at: time)
             }
         case .register(let index): register(index, at: time, end: end)
         case .profile(let index): updateProfile(index, at: time)
@@ -228,13 +235,16 @@ public final class Simulator {
         let event: UserRegistered
         switch user.app {
         case .likeMinds, .zimmr:
-            event = UserRegistered(user: user.id, method: .phone, phone: String(format: "+1555%07d", index), name: user.name)
+            event = UserRegistered(
+                user: user.id, method: .phone, phone: String(format: "+1555%07d", index), name: user.name)
         case .chatApp, .ripple:
             let handle = user.name.lowercased().replacingOccurrences(of: " ", with: ".")
-            event = UserRegistered(user: user.id, method: .email, email: "\(handle).\(index)@example.com", name: user.name)
+            event = UserRegistered(
+                user: user.id, method: .email, email: "\(handle).\(index)@example.com", name: user.name)
         case .wagChat:
             let handle = user.name.lowercased().replacingOccurrences(of: " ", with: "")
-            event = UserRegistered(user: user.id, method: .google, email: "\(handle)\(index)@gmail.example", name: user.name)
+            event = UserRegistered(
+                user: user.id, method: .google, email: "\(handle)\(index)@gmail.example", name: user.name)
         }
         users[Int(index)] = user
         emit(.userRegistered(event), actor: user.id, at: time)
@@ -247,19 +257,27 @@ public final class Simulator {
         while dayStart < end {
             if random.chance(activityRate(user.app)) {
                 for _ in 0..<(1 + random.geometric(mean: 0.8)) {
-                    let at = max(time + 60_000, dayStart + Int64.random(in: (7 * 3_600_000)..<(23 * 3_600_000), using: &random))
+                    let at = max(
+                        time + 60_000, dayStart + Int64.random(in: (7 * 3_600_000)..<(23 * 3_600_000), using: &random))
                     queue.push(at, .session(index, messages: 1 + random.geometric(mean: 1.5)))
                 }
                 if user.app == .ripple {
-                    queue.push(max(time + 120_000, dayStart + Int64.random(in: 0..<day, using: &random)), .gratitude(index))
+                    queue.push(
+                        max(time + 120_000, dayStart + Int64.random(in: 0..<day, using: &random)), .gratitude(index))
                 }
             }
-            if random.chance(0.01) { queue.push(max(time + 60_000, dayStart + Int64.random(in: 0..<day, using: &random)), .profile(index)) }
+            if random.chance(0.01) {
+                queue.push(max(time + 60_000, dayStart + Int64.random(in: 0..<day, using: &random)), .profile(index))
+            }
             dayStart += day
         }
-        if random.chance(0.04) { queue.push(time + Int64.random(in: day..<(3 * day), using: &random), .createGroup(index)) }
+        if random.chance(0.04) {
+            queue.push(time + Int64.random(in: day..<(3 * day), using: &random), .createGroup(index))
+        }
         let hostRate: Double = user.app == .zimmr ? 0.6 : (user.app == .wagChat ? 0.3 : 0.03)
-        if random.chance(hostRate) { queue.push(time + Int64.random(in: day..<(5 * day), using: &random), .host(index)) }
+        if random.chance(hostRate) {
+            queue.push(time + Int64.random(in: day..<(5 * day), using: &random), .host(index))
+        }
         if random.chance(0.002) { queue.push(time + Int64.random(in: day..<(4 * day), using: &random), .block(index)) }
     }
 
@@ -282,7 +300,11 @@ public final class Simulator {
             patch.about = random.pick(Words.abouts)
             patch.location = Location(city: city.name, lat: city.lat, lon: city.lon)
             patch.interests = Array(Set((0..<3).map { _ in random.pick(Words.interests) })).sorted()
-            patch.dogs = [Dog(name: random.pick(Words.dogNames), breed: random.pick(Words.breeds), ageYears: Int.random(in: 1...14, using: &random))]
+            patch.dogs = [
+                Dog(
+                    name: random.pick(Words.dogNames), breed: random.pick(Words.breeds),
+                    ageYears: Int.random(in: 1...14, using: &random))
+            ]
         case .zimmr:
             patch.nickname = String(user.name.prefix { $0 != " " }).lowercased()
             patch.photoURL = "https://cdn.zimmr.example/\(user.id.rawValue).png"
@@ -329,7 +351,9 @@ public final class Simulator {
         }
         guard let target else { return }
         pending.insert(Simulator.directedKey(index, target))
-        emit(.friendRequested(FriendRequested(from: users[Int(index)].id, to: users[Int(target)].id)), actor: users[Int(index)].id, at: time)
+        emit(
+            .friendRequested(FriendRequested(from: users[Int(index)].id, to: users[Int(target)].id)),
+            actor: users[Int(index)].id, at: time)
         queue.push(time + minutes(5, 720), .respond(from: index, to: target))
     }
 
@@ -363,7 +387,9 @@ public final class Simulator {
             room = random.pick(me.groups)
         } else if roll < 0.3, !me.activities.isEmpty {
             let activity = activities[random.pick(me.activities)]
-            if activity.host == index || (activity.guests[index].map { $0 != .declined } ?? false) { room = activity.room }
+            if activity.host == index || (activity.guests[index].map { $0 != .declined } ?? false) {
+                room = activity.room
+            }
         }
         if room == nil, !me.friends.isEmpty {
             let friend = random.pick(me.friends)
@@ -391,8 +417,11 @@ public final class Simulator {
         let id = RoomID("d\(String(rooms.count, radix: 36))")
         rooms.append(Room(id: id, kind: .direct, members: [a, b]))
         directRooms[key] = rooms.count - 1
-        emit(.roomCreated(RoomCreated(room: id, kind: .direct, by: users[Int(a)].id, members: [users[Int(a)].id, users[Int(b)].id])),
-             actor: users[Int(a)].id, at: time)
+        emit(
+            .roomCreated(
+                RoomCreated(
+                    room: id, kind: .direct, by: users[Int(a)].id, members: [users[Int(a)].id, users[Int(b)].id])),
+            actor: users[Int(a)].id, at: time)
         return rooms.count - 1
     }
 
@@ -402,22 +431,26 @@ public final class Simulator {
         let id = MessageID("m" + String(messageCounter, radix: 36))
         let roll = Double.random(in: 0..<1, using: &random)
         let event: MessageSent
-        let context = rooms[room].kind == .activity ? Words.activityChat : (user.app == .wagChat ? Words.dogChat : Words.chat)
+        let context =
+            rooms[room].kind == .activity ? Words.activityChat : (user.app == .wagChat ? Words.dogChat : Words.chat)
         if roll < 0.08 {
             let width = random.pick([1080, 1440, 3024])
             event = MessageSent(
                 room: rooms[room].id, message: id, sender: user.id, kind: .image,
                 body: random.chance(0.3) ? random.pick(Words.captions) : nil,
-                media: Media(url: "https://media.example/i/\(id.rawValue).jpg", mimeType: "image/jpeg",
-                             bytes: Int.random(in: 80_000...4_000_000, using: &random), width: width, height: width * 4 / 3))
+                media: Media(
+                    url: "https://media.example/i/\(id.rawValue).jpg", mimeType: "image/jpeg",
+                    bytes: Int.random(in: 80_000...4_000_000, using: &random), width: width, height: width * 4 / 3))
         } else if roll < 0.11 {
             event = MessageSent(
                 room: rooms[room].id, message: id, sender: user.id, kind: .video,
-                media: Media(url: "https://media.example/v/\(id.rawValue).mp4", mimeType: "video/mp4",
-                             bytes: Int.random(in: 1_000_000...40_000_000, using: &random), width: 1920, height: 1080,
-                             durationMs: Int.random(in: 2_000...90_000, using: &random)))
+                media: Media(
+                    url: "https://media.example/v/\(id.rawValue).mp4", mimeType: "video/mp4",
+                    bytes: Int.random(in: 1_000_000...40_000_000, using: &random), width: 1920, height: 1080,
+                    durationMs: Int.random(in: 2_000...90_000, using: &random)))
         } else {
-            event = MessageSent(room: rooms[room].id, message: id, sender: user.id, kind: .text, body: sentence(context))
+            event = MessageSent(
+                room: rooms[room].id, message: id, sender: user.id, kind: .text, body: sentence(context))
         }
         rooms[room].messages.append((id, index, false))
         emit(.messageSent(event), actor: user.id, at: time)
@@ -425,7 +458,8 @@ public final class Simulator {
 
     private func sentence(_ words: [String]) -> String {
         var text = random.pick(words)
-        let target = random.chance(0.7) ? Int.random(in: 20...90, using: &random) : Int.random(in: 90...300, using: &random)
+        let target =
+            random.chance(0.7) ? Int.random(in: 20...90, using: &random) : Int.random(in: 90...300, using: &random)
         while text.count < target { text += " " + random.pick(words) }
         return String(text.prefix(300))
     }
@@ -448,12 +482,15 @@ public final class Simulator {
     private func reply(_ index: Int32, room: Int, at time: Int64) {
         let reader = index >= 0 ? index : -1 - index
         guard isMember(reader, room), let last = rooms[room].messages.last else { return }
-        emit(.messagesRead(MessagesRead(room: rooms[room].id, user: users[Int(reader)].id, upTo: last.id)),
-             actor: users[Int(reader)].id, at: time)
+        emit(
+            .messagesRead(MessagesRead(room: rooms[room].id, user: users[Int(reader)].id, upTo: last.id)),
+            actor: users[Int(reader)].id, at: time)
         guard index >= 0 else { return }
         if rooms[room].kind == .direct, let other = rooms[room].members.first(where: { $0 != reader }),
             blocked.contains(Simulator.pairKey(reader, other))
-        { return }
+        {
+            return
+        }
         let count = 1 + random.geometric(mean: 0.8)
         for number in 0..<count { send(reader, room: room, at: time + 5_000 + Int64(number) * 15_000) }
         if random.chance(0.35), let other = members(of: room).first(where: { $0 != reader }) {
@@ -462,15 +499,18 @@ public final class Simulator {
     }
 
     private func edit(_ index: Int32, room: Int, at time: Int64) {
-        guard let position = rooms[room].messages.lastIndex(where: { $0.sender == index && !$0.deleted }) else { return }
+        guard let position = rooms[room].messages.lastIndex(where: { $0.sender == index && !$0.deleted }) else {
+            return
+        }
         let message = rooms[room].messages[position]
         let user = users[Int(index)].id
         if random.chance(0.35) {
             rooms[room].messages[position].deleted = true
             emit(.messageDeleted(MessageDeleted(room: rooms[room].id, message: message.id)), actor: user, at: time)
         } else {
-            emit(.messageEdited(MessageEdited(room: rooms[room].id, message: message.id, body: sentence(Words.chat))),
-                 actor: user, at: time)
+            emit(
+                .messageEdited(MessageEdited(room: rooms[room].id, message: message.id, body: sentence(Words.chat))),
+                actor: user, at: time)
         }
     }
 
@@ -478,13 +518,17 @@ public final class Simulator {
         let me = users[Int(index)]
         guard me.friends.count >= 2 else { return }
         var members: [Int32] = [index]
-        for friend in me.friends.shuffled(using: &random).prefix(Int.random(in: 2...6, using: &random)) { members.append(friend) }
+        for friend in me.friends.shuffled(using: &random).prefix(Int.random(in: 2...6, using: &random)) {
+            members.append(friend)
+        }
         let id = RoomID("g\(String(rooms.count, radix: 36))")
         rooms.append(Room(id: id, kind: .group, members: members))
         for member in members { users[Int(member)].groups.append(rooms.count - 1) }
         let name = random.pick(Words.groupNames)
-        emit(.roomCreated(RoomCreated(room: id, kind: .group, by: me.id, members: members.map { users[Int($0)].id }, name: name)),
-             actor: me.id, at: time)
+        emit(
+            .roomCreated(
+                RoomCreated(room: id, kind: .group, by: me.id, members: members.map { users[Int($0)].id }, name: name)),
+            actor: me.id, at: time)
         send(index, room: rooms.count - 1, at: time + 10_000)
     }
 
@@ -498,14 +542,18 @@ public final class Simulator {
         let title = random.pick(kind == .walk ? Words.walkTitles : Words.partyTitles)
         let startsAt = time + Int64.random(in: 1...10, using: &random) * 86_400_000 / 2
         let endsAt = startsAt + Int64.random(in: 1...5, using: &random) * 3_600_000
-        let activity = Activity(id: ActivityID("a\(String(number, radix: 36))"), host: index, room: rooms.count - 1, startsAt: startsAt)
+        let activity = Activity(
+            id: ActivityID("a\(String(number, radix: 36))"), host: index, room: rooms.count - 1, startsAt: startsAt)
         activities.append(activity)
         users[Int(index)].activities.append(number)
         let place = Words.cities[me.city].name + ", " + random.pick(Words.places)
-        emit(.activityHosted(ActivityHosted(activity: activity.id, host: me.id, kind: kind, title: title,
-                                            description: random.chance(0.7) ? sentence(Words.activityChat) : nil,
-                                            startsAt: startsAt, endsAt: endsAt, place: place, room: roomID)),
-             actor: me.id, at: time)
+        emit(
+            .activityHosted(
+                ActivityHosted(
+                    activity: activity.id, host: me.id, kind: kind, title: title,
+                    description: random.chance(0.7) ? sentence(Words.activityChat) : nil,
+                    startsAt: startsAt, endsAt: endsAt, place: place, room: roomID)),
+            actor: me.id, at: time)
         queue.push(time + minutes(2, 60), .invite(activity: number))
         if random.chance(0.15) { queue.push(time + minutes(120, 2_880), .changeActivity(activity: number)) }
     }
@@ -522,7 +570,8 @@ public final class Simulator {
         }
         var guests: [Int32] = []
         var seen: Set<Int32> = []
-        for candidate in candidates.shuffled(using: &random) where guests.count < Int.random(in: 3...12, using: &random) {
+        for candidate in candidates.shuffled(using: &random) where guests.count < Int.random(in: 3...12, using: &random)
+        {
             guard candidate != host, activity.guests[candidate] == nil, seen.insert(candidate).inserted,
                 !blocked.contains(Simulator.pairKey(host, candidate))
             else { continue }
@@ -534,8 +583,9 @@ public final class Simulator {
             users[Int(guest)].activities.append(number)
             if random.chance(0.85) { queue.push(time + minutes(10, 1_440), .rsvp(guest, activity: number)) }
         }
-        emit(.guestsInvited(GuestsInvited(activity: activity.id, guests: guests.map { users[Int($0)].id })),
-             actor: users[Int(host)].id, at: time)
+        emit(
+            .guestsInvited(GuestsInvited(activity: activity.id, guests: guests.map { users[Int($0)].id })),
+            actor: users[Int(host)].id, at: time)
         send(host, room: activity.room, at: time + 30_000)
     }
 
@@ -545,8 +595,9 @@ public final class Simulator {
         let roll = Double.random(in: 0..<1, using: &random)
         let answer: RSVPAnswer = roll < 0.62 ? .going : (roll < 0.85 ? .maybe : .declined)
         activities[number].guests[guest] = .some(answer)
-        emit(.rsvpGiven(RSVPGiven(activity: activity.id, user: users[Int(guest)].id, answer: answer)),
-             actor: users[Int(guest)].id, at: time)
+        emit(
+            .rsvpGiven(RSVPGiven(activity: activity.id, user: users[Int(guest)].id, answer: answer)),
+            actor: users[Int(guest)].id, at: time)
         if answer == .going, random.chance(0.4) { send(guest, room: activity.room, at: time + 20_000) }
     }
 
@@ -560,8 +611,10 @@ public final class Simulator {
         } else {
             let moved = activity.startsAt + 3_600_000
             activities[number].startsAt = moved
-            emit(.activityUpdated(ActivityUpdated(activity: activity.id, startsAt: moved, endsAt: moved + 3 * 3_600_000)),
-                 actor: host, at: time)
+            emit(
+                .activityUpdated(
+                    ActivityUpdated(activity: activity.id, startsAt: moved, endsAt: moved + 3 * 3_600_000)),
+                actor: host, at: time)
         }
     }
 
@@ -570,9 +623,12 @@ public final class Simulator {
         let recipient = me.friends.isEmpty ? random.pick(Words.firstNames) : users[Int(random.pick(me.friends))].name
         let feeling = random.pick(Simulator.feelings)
         let id = GratitudeID("t\(String(report.byType["GratitudeTagged", default: 0] + 1, radix: 36))")
-        emit(.gratitudeTagged(GratitudeTagged(gratitude: id, author: me.id, recipient: recipient,
-                                              body: "Thank you for " + random.pick(Words.thanks), feeling: FeelingID(feeling.id))),
-             actor: me.id, at: time)
+        emit(
+            .gratitudeTagged(
+                GratitudeTagged(
+                    gratitude: id, author: me.id, recipient: recipient,
+                    body: "Thank you for " + random.pick(Words.thanks), feeling: FeelingID(feeling.id))),
+            actor: me.id, at: time)
     }
 
     private func block(_ index: Int32, at time: Int64) {
@@ -585,8 +641,9 @@ public final class Simulator {
             let isConnection = users[Int(index)].friends.contains { users[Int($0)].friendSet.contains(other) }
             guard !sharesActivity, !isConnection else { continue }
             blocked.insert(Simulator.pairKey(index, other))
-            emit(.userBlocked(UserBlocked(user: users[Int(index)].id, blocked: users[Int(other)].id)),
-                 actor: users[Int(index)].id, at: time)
+            emit(
+                .userBlocked(UserBlocked(user: users[Int(index)].id, blocked: users[Int(other)].id)),
+                actor: users[Int(index)].id, at: time)
             return
         }
     }

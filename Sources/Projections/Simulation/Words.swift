@@ -37,7 +37,8 @@ enum Words {
     ]
     static let dogChat = [
         "want to walk at 7?", "Biscuit loved meeting Luna", "the park by the lake?", "bring treats",
-        "she pulled the whole way lol", "is your pup okay with big dogs?", "rainy walk today", "leash or off-leash area?",
+        "she pulled the whole way lol", "is your pup okay with big dogs?", "rainy walk today",
+        "leash or off-leash area?",
         "we're at the north gate", "good boy report: excellent", "see you at the dog run", "tired pups = happy owners",
     ]
     static let activityChat = [
@@ -50,7 +51,9 @@ enum Words {
         "Book Club", "Climbing Crew", "Roommates", "Family", "Trivia Tuesday", "Soccer Sundays", "Brunch Squad",
         "Road Trip", "Dog Park Regulars", "Study Group",
     ]
-    static let walkTitles = ["Morning loop at the park", "Sunset beach walk", "Trail walk with the pups", "Puppy playdate"]
+    static let walkTitles = [
+        "Morning loop at the park", "Sunset beach walk", "Trail walk with the pups", "Puppy playdate",
+    ]
     static let partyTitles = [
         "Game night", "Friendsgiving potluck", "Rooftop hangout", "Board games & pizza", "Birthday dinner",
         "Movie marathon", "Trivia at the pub", "Backyard BBQ",

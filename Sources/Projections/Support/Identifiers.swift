@@ -3,8 +3,8 @@
 /// Conforming types get Codable (as a bare JSON string), ordering and description from here: each id type
 /// only states its stored `rawValue` and its initialisers.
 public protocol StringIdentifier: RawRepresentable, Hashable, Comparable, Sendable, Codable, CustomStringConvertible,
-    ExpressibleByStringLiteral where RawValue == String
-{
+    ExpressibleByStringLiteral
+where RawValue == String {
     init(rawValue: String)
 }
 

@@ -67,13 +67,18 @@ extension ProjectionState {
         case .friendRequested(let e):
             try requireActor(actor, e.from)
             let (from, to) = (try requireUser(e.from), try requireUser(e.to))
-            if from == to { throw ValidationError(.selfRelationship, "user \(e.from) cannot send a friend request to themself") }
+            if from == to {
+                throw ValidationError(.selfRelationship, "user \(e.from) cannot send a friend request to themself")
+            }
             if graph.isBlocked(from, to) {
                 throw ValidationError(.blocked, "users \(e.from) and \(e.to): one has blocked the other")
             }
-            if graph.areFriends(from, to) { throw ValidationError(.alreadyFriends, "users \(e.from) and \(e.to) are already friends") }
+            if graph.areFriends(from, to) {
+                throw ValidationError(.alreadyFriends, "users \(e.from) and \(e.to) are already friends")
+            }
             if graph.isPending(from: from, to: to) || graph.isPending(from: to, to: from) {
-                throw ValidationError(.requestPending, "a friend request between \(e.from) and \(e.to) is already pending")
+                throw ValidationError(
+                    .requestPending, "a friend request between \(e.from) and \(e.to) is already pending")
             }
 
         case .friendRequestAccepted(let e):
@@ -89,7 +94,9 @@ extension ProjectionState {
         case .unfriended(let e):
             try requireActor(actor, e.user)
             let (a, b) = (try requireUser(e.user), try requireUser(e.friend))
-            if !graph.areFriends(a, b) { throw ValidationError(.notFriends, "users \(e.user) and \(e.friend) are not friends") }
+            if !graph.areFriends(a, b) {
+                throw ValidationError(.notFriends, "users \(e.user) and \(e.friend) are not friends")
+            }
 
         case .userBlocked(let e):
             try requireActor(actor, e.user)
@@ -109,7 +116,9 @@ extension ProjectionState {
         case .roomCreated(let e):
             try requireActor(actor, e.by)
             try checkID(e.room.rawValue, "room")
-            if rooms.index(of: e.room.rawValue) != nil { throw ValidationError(.duplicateID, "room \(e.room) already exists") }
+            if rooms.index(of: e.room.rawValue) != nil {
+                throw ValidationError(.duplicateID, "room \(e.room) already exists")
+            }
             let by = try requireUser(e.by)
             var members: [Int32] = []
             for member in e.members {
@@ -123,20 +132,24 @@ extension ProjectionState {
             case .direct:
                 guard members.count == 2, e.members.count == 2 else {
                     throw ValidationError(
-                        .invalidMembers, "direct room \(e.room) needs exactly two distinct members, not \(e.members.map(\.rawValue))")
+                        .invalidMembers,
+                        "direct room \(e.room) needs exactly two distinct members, not \(e.members.map(\.rawValue))")
                 }
                 if let existing = chat.directRooms[ChatProjection.pairKey(members[0], members[1])] {
                     throw ValidationError(
-                        .directRoomExists, "users \(e.members[0]) and \(e.members[1]) already have direct room \(rooms[existing])")
+                        .directRoomExists,
+                        "users \(e.members[0]) and \(e.members[1]) already have direct room \(rooms[existing])")
                 }
                 if graph.isBlocked(members[0], members[1]) {
-                    throw ValidationError(.blocked, "users \(e.members[0]) and \(e.members[1]): one has blocked the other")
+                    throw ValidationError(
+                        .blocked, "users \(e.members[0]) and \(e.members[1]): one has blocked the other")
                 }
             case .group:
                 try checkName(e.name ?? "", "name of group room \(e.room)")
             case .activity:
                 throw ValidationError(
-                    .invalidMembers, "room \(e.room): RoomCreated makes direct and group rooms; ActivityHosted makes activity rooms")
+                    .invalidMembers,
+                    "room \(e.room): RoomCreated makes direct and group rooms; ActivityHosted makes activity rooms")
             }
 
         case .memberJoined(let e):
@@ -144,18 +157,24 @@ extension ProjectionState {
             let room = try requireRoom(e.room)
             let user = try requireUser(e.user)
             guard chat.rooms[Int(room)].kind == .group else {
-                throw ValidationError(.notAGroupRoom, "room \(e.room) is not a group room; only group rooms can be joined")
+                throw ValidationError(
+                    .notAGroupRoom, "room \(e.room) is not a group room; only group rooms can be joined")
             }
-            if chat.isMember(user, of: room) { throw ValidationError(.alreadyMember, "user \(e.user) is already a member of room \(e.room)") }
+            if chat.isMember(user, of: room) {
+                throw ValidationError(.alreadyMember, "user \(e.user) is already a member of room \(e.room)")
+            }
 
         case .memberLeft(let e):
             try requireActor(actor, e.user)
             let room = try requireRoom(e.room)
             let user = try requireUser(e.user)
             guard chat.rooms[Int(room)].kind == .group else {
-                throw ValidationError(.notAGroupRoom, "room \(e.room) is not a group room; only group rooms can be left")
+                throw ValidationError(
+                    .notAGroupRoom, "room \(e.room) is not a group room; only group rooms can be left")
             }
-            if !chat.isMember(user, of: room) { throw ValidationError(.notAMember, "user \(e.user) is not a member of room \(e.room)") }
+            if !chat.isMember(user, of: room) {
+                throw ValidationError(.notAMember, "user \(e.user) is not a member of room \(e.room)")
+            }
 
         case .messageSent(let e):
             try requireActor(actor, e.sender)
@@ -172,7 +191,8 @@ extension ProjectionState {
             }
             try checkNewMessage(e)
             if let replyTo = e.replyTo {
-                guard let target = messageIDs.index(of: replyTo.rawValue), chat.messages[Int(target)].room == room else {
+                guard let target = messageIDs.index(of: replyTo.rawValue), chat.messages[Int(target)].room == room
+                else {
                     throw ValidationError(.messageNotFound, "message \(replyTo) (replied to) is not in room \(e.room)")
                 }
             }
@@ -181,7 +201,8 @@ extension ProjectionState {
             let message = try requireMessage(e.message, in: e.room)
             let record = chat.messages[Int(message)]
             if users[record.sender] != actor {
-                throw ValidationError(.notTheSender, "user \(actor) did not send message \(e.message); only its sender edits it")
+                throw ValidationError(
+                    .notTheSender, "user \(actor) did not send message \(e.message); only its sender edits it")
             }
             if record.isDeleted { throw ValidationError(.messageDeleted, "message \(e.message) was deleted") }
             try checkBody(e.body, required: true, message: e.message)
@@ -190,7 +211,8 @@ extension ProjectionState {
             let message = try requireMessage(e.message, in: e.room)
             let record = chat.messages[Int(message)]
             if users[record.sender] != actor {
-                throw ValidationError(.notTheSender, "user \(actor) did not send message \(e.message); only its sender deletes it")
+                throw ValidationError(
+                    .notTheSender, "user \(actor) did not send message \(e.message); only its sender deletes it")
             }
             if record.isDeleted { throw ValidationError(.messageDeleted, "message \(e.message) was already deleted") }
 
@@ -198,7 +220,9 @@ extension ProjectionState {
             try requireActor(actor, e.user)
             let room = try requireRoom(e.room)
             let user = try requireUser(e.user)
-            if !chat.isMember(user, of: room) { throw ValidationError(.notAMember, "user \(e.user) is not a member of room \(e.room)") }
+            if !chat.isMember(user, of: room) {
+                throw ValidationError(.notAMember, "user \(e.user) is not a member of room \(e.room)")
+            }
             _ = try requireMessage(e.upTo, in: e.room)
 
         case .activityHosted(let e):
@@ -209,7 +233,9 @@ extension ProjectionState {
             if activityIDs.index(of: e.activity.rawValue) != nil {
                 throw ValidationError(.duplicateID, "activity \(e.activity) already exists")
             }
-            if rooms.index(of: e.room.rawValue) != nil { throw ValidationError(.duplicateID, "room \(e.room) already exists") }
+            if rooms.index(of: e.room.rawValue) != nil {
+                throw ValidationError(.duplicateID, "room \(e.room) already exists")
+            }
             try checkTitle(e.title, activity: e.activity)
             try checkTimes(startsAt: e.startsAt, endsAt: e.endsAt, activity: e.activity)
 
@@ -217,7 +243,8 @@ extension ProjectionState {
             let activity = try requireOpenActivity(e.activity, host: actor)
             if let title = e.title { try checkTitle(title, activity: e.activity) }
             let record = activities.activities[Int(activity)]
-            try checkTimes(startsAt: e.startsAt ?? record.startsAt, endsAt: e.endsAt ?? record.endsAt, activity: e.activity)
+            try checkTimes(
+                startsAt: e.startsAt ?? record.startsAt, endsAt: e.endsAt ?? record.endsAt, activity: e.activity)
 
         case .activityCancelled(let e):
             _ = try requireOpenActivity(e.activity, host: actor)
@@ -225,7 +252,9 @@ extension ProjectionState {
         case .guestsInvited(let e):
             let activity = try requireOpenActivity(e.activity, host: actor)
             let record = activities.activities[Int(activity)]
-            if e.guests.isEmpty { throw ValidationError(.noGuests, "an invitation to activity \(e.activity) names no guests") }
+            if e.guests.isEmpty {
+                throw ValidationError(.noGuests, "an invitation to activity \(e.activity) names no guests")
+            }
             var seen: Set<Int32> = []
             for guest in e.guests {
                 let index = try requireUser(guest)
@@ -283,7 +312,8 @@ extension ProjectionState {
                 throw ValidationError(.emptyBody, "gratitude \(e.gratitude) has an empty body")
             }
             if e.body.count > Self.maximumBodyLength {
-                throw ValidationError(.bodyTooLong, "gratitude \(e.gratitude) is over \(Self.maximumBodyLength) characters")
+                throw ValidationError(
+                    .bodyTooLong, "gratitude \(e.gratitude) is over \(Self.maximumBodyLength) characters")
             }
         }
     }
@@ -311,12 +341,15 @@ extension ProjectionState {
     }
 
     func requireRoom(_ id: RoomID) throws(ValidationError) -> Int32 {
-        guard let index = rooms.index(of: id.rawValue) else { throw ValidationError(.roomNotFound, "room \(id) does not exist") }
+        guard let index = rooms.index(of: id.rawValue) else {
+            throw ValidationError(.roomNotFound, "room \(id) does not exist")
+        }
         return index
     }
 
     func requireMessage(_ id: MessageID, in room: RoomID) throws(ValidationError) -> Int32 {
-        guard let index = messageIDs.index(of: id.rawValue), rooms[chat.messages[Int(index)].room] == room.rawValue else {
+        guard let index = messageIDs.index(of: id.rawValue), rooms[chat.messages[Int(index)].room] == room.rawValue
+        else {
             throw ValidationError(.messageNotFound, "message \(id) does not exist in room \(room)")
         }
         return index
@@ -334,7 +367,8 @@ extension ProjectionState {
         let activity = try requireActivity(id)
         let record = activities.activities[Int(activity)]
         if users[record.host] != host {
-            throw ValidationError(.notTheHost, "user \(host) is not the host of activity \(id); \(users[record.host]) is")
+            throw ValidationError(
+                .notTheHost, "user \(host) is not the host of activity \(id); \(users[record.host]) is")
         }
         if record.isCancelled { throw ValidationError(.activityCancelled, "activity \(id) was cancelled") }
         return activity
@@ -383,7 +417,8 @@ extension ProjectionState {
         if let endsAt, endsAt < startsAt {
             throw ValidationError(
                 .invalidTime,
-                "activity \(activity) ends (\(Timestamp.format(endsAt))) before it starts (\(Timestamp.format(startsAt)))")
+                "activity \(activity) ends (\(Timestamp.format(endsAt))) before it starts (\(Timestamp.format(startsAt)))"
+            )
         }
     }
 
