@@ -113,21 +113,28 @@ struct BenchRunner {
         if compareSQLite {
             let opened = try SQLitePeer(path: root + "/sqlite-batched.db")
             peer = opened
+            // SQLite commits ~10–40k events/s here: past a million events its rate no longer changes, and ten
+            // million would take a quarter of an hour. Its rate is over the events it did (noted in the report).
             sqliteBatched = try await work.chunkedBatched(
-                total: settings.appendEvents, batchEvents: settings.batchEvents, label: "append-batched sqlite"
+                total: min(settings.appendEvents, 1_000_000), batchEvents: settings.batchEvents,
+                label: "append-batched sqlite"
             ) { batches in try work.sqliteBatched(opened, batches) }
         }
         // Each call is compressed, then synced: the two costs add up for one producer awaiting each call.
         let syncBound = measured.fdatasyncPerSecond * Double(settings.batchEvents)
         let batchedBound = 1 / (1 / syncBound + 1 / compressBound)
-        workloads.append(
+        var batched =
             throughput(
                 "append-batched", parleyBatched, sqliteBatched, bytesPerEvent: bytesPerEvent, limit: batchedBound,
                 limitNote:
                     "one fdatasync per \(settings.batchEvents)-event call plus LZ4 on one core: "
                     + "\(BenchReport.number(batchedBound)) events/s",
                 target: "≥ 1,500,000 events/s and ≥ 20× SQLite"
-            ) { figures, ratio in figures.eventsPerSecond! >= 1_500_000 && (ratio.map { $0 >= 20 } ?? true) })
+            ) { figures, ratio in figures.eventsPerSecond! >= 1_500_000 && (ratio.map { $0 >= 20 } ?? true) }
+        if let sqliteBatched, sqliteBatched.events < parleyBatched.events {
+            batched.note = "SQLite ran the first \(sqliteBatched.events) of the \(parleyBatched.events) events"
+        }
+        workloads.append(batched)
 
         // 2. append-concurrent
         let concurrentRecords = mix.records(0..<settings.concurrentEvents)
