@@ -38,14 +38,19 @@ func temporaryLogDirectory(_ name: String) -> String {
     NSTemporaryDirectory() + "parley-benchmark-\(name)-\(UInt32.random(in: 0...UInt32.max))"
 }
 
+// Benchmark names have no spaces or slashes: benchmark 1.38.1 writes `Thresholds/<target>.<name>.p90.json` with
+// spaces and slashes turned into underscores but reads it back by the raw name, so a name with a space never
+// finds its committed threshold.
 let benchmarks: @Sendable () -> Void = {
-    // Counts that do not vary from run to run are what the committed thresholds check.
-    let stableMetrics: [BenchmarkMetric] = [.wallClock, .throughput, .mallocCountTotal, .instructions]
+    // Only the malloc counts (which do not vary from run to run) have committed thresholds; see docs/BENCHMARKS.md.
+    // No `.instructions`: hardware counters are not supported on these VMs (`perf stat -e instructions` says so),
+    // the metric then reports nothing, and its per-sample setup adds 16 mallocs to `mallocCountTotal`.
+    let metrics: [BenchmarkMetric] = [.wallClock, .throughput, .mallocCountTotal]
     Benchmark.defaultConfiguration = .init(
-        metrics: stableMetrics, timeUnits: .microseconds, maxDuration: .seconds(2), maxIterations: 10_000,
+        metrics: metrics, timeUnits: .microseconds, maxDuration: .seconds(2), maxIterations: 10_000,
         thresholds: [.mallocCountTotal: .init(relative: [.p90: 5], absolute: [.p90: 20])])
 
-    Benchmark("encode a batch (300 messages)") { benchmark in
+    Benchmark("encode-batch-300-messages") { benchmark in
         var probe = BatchCodecProbe(records: sampleRecords())
         var out: [UInt8] = []
         out.reserveCapacity(128 << 10)
@@ -53,7 +58,7 @@ let benchmarks: @Sendable () -> Void = {
         for _ in benchmark.scaledIterations { blackHole(try probe.encodeBatch(into: &out)) }
     }
 
-    Benchmark("LZ4 compress a 64 KiB block") { benchmark in
+    Benchmark("lz4-compress-64KiB-block") { benchmark in
         var probe = BatchCodecProbe(records: sampleRecords())
         var batch: [UInt8] = []
         _ = try probe.encodeBatch(into: &batch)
@@ -66,7 +71,7 @@ let benchmarks: @Sendable () -> Void = {
         for _ in benchmark.scaledIterations { blackHole(try probe.compress(block, into: &out)) }
     }
 
-    Benchmark("decode a batch (300 messages)") { benchmark in
+    Benchmark("decode-batch-300-messages") { benchmark in
         var probe = BatchCodecProbe(records: sampleRecords())
         var batch: [UInt8] = []
         _ = try probe.encodeBatch(into: &batch)
@@ -75,9 +80,9 @@ let benchmarks: @Sendable () -> Void = {
     }
 
     Benchmark(
-        "append 1,000 events, synced",
+        "append-1000-events-synced",
         configuration: .init(
-            metrics: [.wallClock, .throughput, .syscalls, .mallocCountTotal], maxDuration: .seconds(3),
+            metrics: [.wallClock, .throughput, .mallocCountTotal], maxDuration: .seconds(3),
             thresholds: [.mallocCountTotal: .init(relative: [.p90: 10], absolute: [.p90: 200])])
     ) { benchmark in
         let directory = temporaryLogDirectory("append")
@@ -102,7 +107,7 @@ let benchmarks: @Sendable () -> Void = {
     }
 
     Benchmark(
-        "sequential read of 100,000 events",
+        "sequential-read-100000-events",
         configuration: .init(metrics: [.wallClock, .throughput, .mallocCountTotal], maxDuration: .seconds(3))
     ) { benchmark in
         let directory = temporaryLogDirectory("read")
@@ -127,5 +132,7 @@ let benchmarks: @Sendable () -> Void = {
             }
             blackHole(count)
         }
+        // Keep closing the log and removing its directory (the defers) out of the measured part.
+        benchmark.stopMeasurement()
     }
 }
