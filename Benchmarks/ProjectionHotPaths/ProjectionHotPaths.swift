@@ -194,8 +194,9 @@ let benchmarks: @Sendable () -> Void = {
     Benchmark(
         "replay-1M-events",
         configuration: .init(
-            metrics: [.wallClock, .cpuTotal, replayRate, .peakMemoryResident, .peakMemoryResidentDelta],
-            timeUnits: .milliseconds, warmupIterations: 1, maxDuration: .seconds(30), maxIterations: 10)
+            metrics: [.wallClock, .cpuTotal, replayRate, .peakMemoryResident, .peakMemoryResidentDelta, .mallocCountTotal],
+            timeUnits: .milliseconds, warmupIterations: 1, maxDuration: .seconds(30), maxIterations: 10,
+            thresholds: [.mallocCountTotal: .init(relative: [.p90: 5])])
     ) { benchmark in
         let engine = shared.engine
         let clock = ContinuousClock()
