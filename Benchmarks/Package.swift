@@ -19,7 +19,17 @@ let package = Package(
             ],
             path: "LogHotPaths",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
-        )
+        ),
+        .executableTarget(
+            name: "ProjectionHotPaths",
+            dependencies: [
+                .product(name: "Projections", package: "Parley"),
+                .product(name: "EventLog", package: "Parley"),
+                .product(name: "Benchmark", package: "benchmark"),
+            ],
+            path: "ProjectionHotPaths",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )
