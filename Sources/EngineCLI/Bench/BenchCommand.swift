@@ -116,7 +116,7 @@ struct BenchRunner {
             // SQLite commits ~10–40k events/s here: past a million events its rate no longer changes, and ten
             // million would take a quarter of an hour. Its rate is over the events it did (noted in the report).
             sqliteBatched = try await work.chunkedBatched(
-                total: min(settings.appendEvents, 1_000_000), batchEvents: settings.batchEvents,
+                total: min(settings.appendEvents, BenchSettings.sqliteBatchedEvents), batchEvents: settings.batchEvents,
                 label: "append-batched sqlite"
             ) { batches in try work.sqliteBatched(opened, batches) }
         }
@@ -382,7 +382,9 @@ struct BenchRunner {
         var sqlite: Figures?
         if let peer {
             try peer.checkpoint()
-            sqlite = Figures(bytesPerEvent: Double(peer.bytesOnDisk()) / events, jsonLinesBytesPerEvent: json)
+            // SQLite may have taken fewer events than Parley (append-batched stops it at a million).
+            let sqliteEvents = Double(min(settings.appendEvents, BenchSettings.sqliteBatchedEvents))
+            sqlite = Figures(bytesPerEvent: Double(peer.bytesOnDisk()) / sqliteEvents, jsonLinesBytesPerEvent: json)
         }
         let ratio = sqlite.map { parley.bytesPerEvent! / $0.bytesPerEvent! }
         var workload = BenchReport.Workload(

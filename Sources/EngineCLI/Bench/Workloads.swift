@@ -25,6 +25,9 @@ struct BenchSettings: Codable, Sendable {
     /// Seconds per point of `--sweep`.
     var sweepPointSeconds: Double
 
+    /// SQLite's append-batched stops here: its rate is flat long before, and 10 M events would take ~15 min.
+    static let sqliteBatchedEvents = 1_000_000
+
     static let quick = BenchSettings(
         mode: "quick", appendEvents: 20_000, batchEvents: 1_000, concurrentEvents: 3_000, producers: 256,
         sqliteConcurrentSeconds: 2, replayUsers: 100, readRoomQueries: 200, auditActorQueries: 100, limitSeconds: 0.25,
