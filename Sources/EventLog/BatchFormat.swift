@@ -1,4 +1,6 @@
 import Crypto
+import Dispatch
+import Foundation
 
 /// The fixed layout of a batch header, a segment header and a segment footer (docs/FORMAT.md).
 enum BatchFormat {
@@ -109,90 +111,111 @@ struct PendingRecord {
     var payload: [UInt8]
 }
 
-/// Encodes records into batches: names interned per batch, varint fields, LZ4 block, CRC and chain digest.
+/// Encodes the records of one append group into consecutive batches: each batch's block is serialised and
+/// LZ4-compressed by a ``BlockEncoder`` (in parallel across cores when the group spans several batches), then
+/// the batches are laid out in order with their headers, chain digests and CRCs.
 ///
-/// Not Sendable: owns the compressor state; used by the writer thread only.
+/// Not Sendable: owns the block encoders; used by the writer thread only.
 struct BatchEncoder: ~Copyable {
-    private let compressor = LZ4Compressor()
-    private var block = BinaryWriter(capacity: 128 * 1024)
-    private var names: [String: Int] = [:]
-    private var recordsArea = BinaryWriter(capacity: 128 * 1024)
+    private let blockEncoders: [BlockEncoder]
 
-    /// Appends one batch holding `records` (positions from `firstPosition`) to `out`.
-    /// Returns the new chain digest.
+    init(parallelism: Int = ProcessInfo.processInfo.activeProcessorCount) {
+        blockEncoders = (0..<max(1, min(parallelism, 8))).map { _ in BlockEncoder() }
+    }
+
+    /// Splits `records` into runs of at most `batchSize` bytes of payload (at least one record each).
+    static func batchRanges(_ records: [PendingRecord], batchSize: Int) -> [Range<Int>] {
+        var ranges: [Range<Int>] = []
+        var start = 0
+        while start < records.count {
+            var end = start
+            var size = 0
+            while end < records.count && (end == start || size + records[end].payload.count + 64 <= batchSize) {
+                size += records[end].payload.count + records[end].stream.utf8.count + 40
+                end += 1
+            }
+            ranges.append(start..<end)
+            start = end
+        }
+        return ranges
+    }
+
+    /// Appends one batch per range of `records` to `out` (positions from `firstPosition`); every batch but the
+    /// last is flagged as continuing the group. Returns the new chain digest and each batch's header and offset
+    /// in `out`.
     mutating func encode(
-        _ records: ArraySlice<PendingRecord>, firstPosition: UInt64, previousDigest: [UInt8], continues: Bool,
+        _ records: [PendingRecord], ranges: [Range<Int>], firstPosition: UInt64, previousDigest: [UInt8],
         into out: inout [UInt8]
-    ) throws(EventLogError) -> (digest: [UInt8], header: BatchHeader) {
-        names.removeAll(keepingCapacity: true)
-        recordsArea.bytes.removeAll(keepingCapacity: true)
-        block.bytes.removeAll(keepingCapacity: true)
-        var nameList: [String] = []
-        var minTime = Int64.max
-        var maxTime = Int64.min
-        for record in records {
-            minTime = min(minTime, record.time)
-            maxTime = max(maxTime, record.time)
+    ) throws(EventLogError) -> (digest: [UInt8], batches: [(header: BatchHeader, offset: Int)]) {
+        let blocks = try encodeBlocks(records, ranges: ranges)
+        out.reserveCapacity(out.count + blocks.reduce(0) { $0 + BatchFormat.headerSize + $1.block.storedLength })
+        var digest = previousDigest
+        var batches: [(header: BatchHeader, offset: Int)] = []
+        var position = firstPosition
+        for (number, (encoder, block)) in blocks.enumerated() {
+            let start = out.count
+            var flags = number < blocks.count - 1 ? BatchFormat.flagContinues : 0
+            if block.isCompressed { flags |= BatchFormat.flagCompressed }
+            out.append(contentsOf: repeatElement(0, count: BatchFormat.headerSize))
+            BatchHeader.write(
+                into: &out, at: start, flags: flags, count: UInt32(block.count), firstPosition: position,
+                minTime: block.minTime, maxTime: block.maxTime, uncompressedLength: UInt32(block.uncompressedLength),
+                storedLength: UInt32(block.storedLength))
+            encoder.output.withUnsafeBytes { stored in
+                out.append(contentsOf: stored[block.offset..<(block.offset + block.storedLength)])
+            }
+            digest = out.withUnsafeBytes { raw in
+                BatchHeader.chain(previous: digest, batch: UnsafeRawBufferPointer(rebasing: raw[start..<out.count]))
+            }
+            out.replaceSubrange((start + 48)..<(start + 80), with: digest)
+            let crc = out.withUnsafeBytes { raw in
+                BatchHeader.checksum(batch: UnsafeRawBufferPointer(rebasing: raw[start..<out.count]))
+            }
+            out.withUnsafeMutableBytes { $0.storeBytes(of: crc.littleEndian, toByteOffset: start + 4, as: UInt32.self) }
+            let header = BatchHeader(
+                crc: crc, version: BatchFormat.version, flags: flags, count: UInt32(block.count),
+                firstPosition: position, minTime: block.minTime, maxTime: block.maxTime,
+                uncompressedLength: UInt32(block.uncompressedLength), storedLength: UInt32(block.storedLength),
+                digest: digest)
+            batches.append((header, start))
+            position += UInt64(block.count)
         }
-        func intern(_ name: String) -> UInt64 {
-            if let index = names[name] { return UInt64(index) }
-            let index = nameList.count
-            names[name] = index
-            nameList.append(name)
-            return UInt64(index)
-        }
-        for record in records {
-            recordsArea.writeUInt64(record.id.high.bigEndian)
-            recordsArea.writeUInt64(record.id.low.bigEndian)
-            recordsArea.writeVarint(UInt64(bitPattern: record.time &- minTime))
-            recordsArea.writeVarint(intern(record.stream))
-            recordsArea.writeVarint(record.streamVersion)
-            recordsArea.writeVarint(intern(record.type))
-            recordsArea.writeVarint(intern(record.actor))
-            recordsArea.writeLengthPrefixed(record.payload)
-        }
-        block.writeVarint(UInt64(nameList.count))
-        for name in nameList { block.writeString(name) }
-        block.write(bytes: recordsArea.bytes)
+        return (digest, batches)
+    }
 
-        let start = out.count
-        out.append(contentsOf: repeatElement(0, count: BatchFormat.headerSize))
-        let compressed: Result<Int, EventLogError> = block.bytes.withUnsafeBytes { raw in
-            do throws(EventLogError) {
-                return .success(try compressor.compress(raw, appendingTo: &out))
-            } catch {
-                return .failure(error)
+    /// Serialises and compresses each range's block; ranges go round-robin to the block encoders, which run
+    /// on as many threads at once when there is more than one range.
+    private func encodeBlocks(_ records: [PendingRecord], ranges: [Range<Int>]) throws(EventLogError)
+        -> [(encoder: BlockEncoder, block: EncodedBlock)]
+    {
+        let workers = min(ranges.count, blockEncoders.count)
+        for encoder in blockEncoders.prefix(workers) { encoder.reset() }
+        var results = [Result<EncodedBlock, EventLogError>?](repeating: nil, count: ranges.count)
+        records.withUnsafeBufferPointer { records in
+            results.withUnsafeMutableBufferPointer { results in
+                // Each worker uses only its own encoder and writes only its own ranges' result slots; the
+                // records are only read. The wrapper carries that promise across the Sendable boundary.
+                let shared = UncheckedSendable(value: (records, results, blockEncoders))
+                let work = { @Sendable (worker: Int) in
+                    let (records, results, encoders) = shared.value
+                    for number in stride(from: worker, to: ranges.count, by: workers) {
+                        do throws(EventLogError) {
+                            let slice = UnsafeBufferPointer(rebasing: records[ranges[number]])
+                            results[number] = .success(try encoders[worker].encode(slice))
+                        } catch {
+                            results[number] = .failure(error)
+                        }
+                    }
+                }
+                if workers == 1 { work(0) } else { DispatchQueue.concurrentPerform(iterations: workers, execute: work) }
             }
         }
-        let stored = try compressed.get()
-        var flags = continues ? BatchFormat.flagContinues : 0
-        var storedLength = stored
-        if stored >= block.count {
-            // Incompressible: store the block as is, so a batch never grows past its encoded size.
-            out.removeLast(stored)
-            out.append(contentsOf: block.bytes)
-            storedLength = block.count
-        } else {
-            flags |= BatchFormat.flagCompressed
+        var blocks: [(encoder: BlockEncoder, block: EncodedBlock)] = []
+        blocks.reserveCapacity(ranges.count)
+        for (number, result) in results.enumerated() {
+            blocks.append((blockEncoders[number % workers], try result!.get()))
         }
-        BatchHeader.write(
-            into: &out, at: start, flags: flags, count: UInt32(records.count), firstPosition: firstPosition,
-            minTime: minTime, maxTime: maxTime, uncompressedLength: UInt32(block.count),
-            storedLength: UInt32(storedLength))
-        let digest = out.withUnsafeBytes { raw in
-            BatchHeader.chain(
-                previous: previousDigest, batch: UnsafeRawBufferPointer(rebasing: raw[start..<out.count]))
-        }
-        out.replaceSubrange((start + 48)..<(start + 80), with: digest)
-        let crc = out.withUnsafeBytes { raw in
-            BatchHeader.checksum(batch: UnsafeRawBufferPointer(rebasing: raw[start..<out.count]))
-        }
-        out.withUnsafeMutableBytes { $0.storeBytes(of: crc.littleEndian, toByteOffset: start + 4, as: UInt32.self) }
-        let header = BatchHeader(
-            crc: crc, version: BatchFormat.version, flags: flags, count: UInt32(records.count),
-            firstPosition: firstPosition, minTime: minTime, maxTime: maxTime,
-            uncompressedLength: UInt32(block.count), storedLength: UInt32(storedLength), digest: digest)
-        return (digest, header)
+        return blocks
     }
 }
 
@@ -318,4 +341,10 @@ enum BatchDecoder {
             return slice
         }
     }
+}
+
+/// Carries values a closure shares with other threads under a promise the compiler cannot check (see the
+/// use site for the promise).
+struct UncheckedSendable<Value>: @unchecked Sendable {
+    let value: Value
 }

@@ -43,7 +43,7 @@ enum Checkpoint {
             writer.writeSignedVarint(batch.maxTime)
         }
         writer.writeVarint(UInt64(index.ids.count))
-        for (id, position) in index.ids {
+        index.ids.forEach { id, position in
             writer.writeUInt64(id.high)
             writer.writeUInt64(id.low)
             writer.writeVarint(position)
@@ -116,10 +116,13 @@ enum Checkpoint {
                         maxTime: try reader.readSignedVarint()))
             }
             let idCount = try reader.readCount(limit: Int.max)
-            index.ids.reserveCapacity(idCount)
+            index.ids.reserveCapacity(min(idCount, bytes.count / 17))
             for _ in 0..<idCount {
                 let id = EventID(high: try reader.readUInt64(), low: try reader.readUInt64())
-                index.ids[id] = try reader.readVarint()
+                let position = try reader.readVarint()
+                guard position > 0, position <= index.committed, index.ids.lookupOrInsert(id, position) == nil else {
+                    return nil
+                }
             }
             let streamCount = try reader.readCount(limit: Int.max)
             index.streams.reserveCapacity(streamCount)

@@ -225,29 +225,9 @@ extension EventLog {
         }
         do throws(EventLogError) {
             var out: [UInt8] = []
-            out.reserveCapacity(pending.reduce(0) { $0 + $1.payload.count } / 2 + 4096)
-            var batches: [(BatchHeader, Int)] = []
-            var digest = writer.tailDigest
-            var start = 0
-            var position = writer.nextPosition
-            while start < pending.count {
-                var end = start
-                var size = 0
-                while end < pending.count
-                    && (end == start || size + pending[end].payload.count + 64 <= configuration.batchSize)
-                {
-                    size += pending[end].payload.count + pending[end].stream.utf8.count + 40
-                    end += 1
-                }
-                let offsetInGroup = out.count
-                let (newDigest, header) = try writer.encoder.encode(
-                    pending[start..<end], firstPosition: position, previousDigest: digest,
-                    continues: end < pending.count, into: &out)
-                digest = newDigest
-                batches.append((header, offsetInGroup))
-                position += UInt64(end - start)
-                start = end
-            }
+            let (digest, batches) = try writer.encoder.encode(
+                pending, ranges: BatchEncoder.batchRanges(pending, batchSize: configuration.batchSize),
+                firstPosition: writer.nextPosition, previousDigest: writer.tailDigest, into: &out)
             if writer.tailOffset + out.count > configuration.segmentSize
                 && writer.tailOffset > BatchFormat.segmentHeaderSize
             {
@@ -281,7 +261,7 @@ extension EventLog {
         } catch {
             state.withLock { index in
                 for (id, stream, type) in undo.reversed() {
-                    index.ids[id] = nil
+                    index.ids.remove(id)
                     index.streams[stream]?.removeLast()
                     if index.streams[stream]?.isEmpty == true { index.streams[stream] = nil }
                     index.typeCounts[type, default: 1] -= 1
@@ -300,18 +280,30 @@ extension EventLog {
         _ request: AppendRequest, now: Int64, index: inout LogIndex, pending: inout [PendingRecord],
         undo: inout [(EventID, String, String)]
     ) -> Result<AppendResult, EventLogError> {
-        for (number, record) in request.records.enumerated() {
-            if let problem = EventLog.check(record, number: number) { return .failure(problem) }
+        // Index loops over a buffer: iterating the array by value would retain and release every record's
+        // strings and payload (this loop runs for every record appended).
+        var problem: EventLogError?
+        var needsChecks = false
+        request.records.withUnsafeBufferPointer { records in
+            for number in records.indices {
+                problem = EventLog.check(records[number], number: number)
+                if problem != nil { return }
+                needsChecks = needsChecks || records[number].expectedVersion != nil
+            }
         }
-        if request.records.contains(where: { $0.expectedVersion != nil }) {
-            return assignChecked(request, now: now, index: &index, pending: &pending, undo: &undo)
-        }
+        if let problem { return .failure(problem) }
+        if needsChecks { return assignChecked(request, now: now, index: &index, pending: &pending, undo: &undo) }
         var positions: [Position] = []
         var duplicates: [Bool] = []
         positions.reserveCapacity(request.records.count)
         duplicates.reserveCapacity(request.records.count)
         pending.reserveCapacity(pending.count + request.records.count)
         var next = writer.nextPosition + UInt64(pending.count)
+        // Type counts go in per run of equal types: a hash of the type name per record cost as much as the id.
+        var runType = ""
+        var runLength = 0
+        if index.ids.prefetch(request.records) == .max { runType = " " }
+        defer { if runLength > 0 { index.typeCounts[runType, default: 0] += runLength } }
         for record in request.records {
             if let existing = index.ids.lookupOrInsert(record.id, next) {
                 positions.append(Position(existing))
@@ -324,7 +316,12 @@ extension EventLog {
                 positions.append(next)
                 version = UInt64(positions.count)
             }
-            index.typeCounts[record.type, default: 0] += 1
+            if record.type != runType {
+                if runLength > 0 { index.typeCounts[runType, default: 0] += runLength }
+                runType = record.type
+                runLength = 0
+            }
+            runLength += 1
             undo.append((record.id, stream, record.type))
             positions.append(Position(next))
             duplicates.append(false)
@@ -402,7 +399,7 @@ extension EventLog {
         }
         var position = writer.nextPosition + UInt64(pending.count)
         for record in fresh {
-            index.ids[record.id] = position
+            index.ids.lookupOrInsert(record.id, position)
             index.streams[record.stream, default: []].append(position)
             index.typeCounts[record.type, default: 0] += 1
             undo.append((record.id, record.stream, record.type))

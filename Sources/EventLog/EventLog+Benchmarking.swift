@@ -22,7 +22,7 @@
     public mutating func encodeBatch(into out: inout [UInt8]) throws(EventLogError) -> Int {
         out.removeAll(keepingCapacity: true)
         _ = try encoder.encode(
-            pending[...], firstPosition: 1, previousDigest: BatchFormat.zeroDigest, continues: false, into: &out)
+            pending, ranges: [0..<pending.count], firstPosition: 1, previousDigest: BatchFormat.zeroDigest, into: &out)
         return out.count
     }
 

@@ -18,24 +18,37 @@ struct LZ4Compressor: ~Copyable {
     /// Compresses `input` and appends the block to `output`; returns the compressed length.
     /// - Throws: ``EventLogError/Code/recordTooLarge`` when the input is over LZ4's size limit.
     func compress(_ input: UnsafeRawBufferPointer, appendingTo output: inout [UInt8]) throws(EventLogError) -> Int {
+        let start = output.count
+        output.append(contentsOf: repeatElement(0, count: LZ4Compressor.bound(input.count)))
+        let result: Result<Int, EventLogError> = output.withUnsafeMutableBytes { out in
+            do throws(EventLogError) {
+                return .success(try compress(input, into: UnsafeMutableRawBufferPointer(rebasing: out[start...])))
+            } catch {
+                return .failure(error)
+            }
+        }
+        output.removeLast(output.count - start - ((try? result.get()) ?? 0))
+        return try result.get()
+    }
+}
+
+extension LZ4Compressor {
+    /// Compresses `input` into `destination`, which must hold ``bound(_:)`` bytes; returns the compressed length.
+    /// - Throws: ``EventLogError/Code/recordTooLarge`` when the input is over LZ4's size limit.
+    func compress(_ input: UnsafeRawBufferPointer, into destination: UnsafeMutableRawBufferPointer)
+        throws(EventLogError) -> Int
+    {
         guard input.count <= Int(LZ4_MAX_INPUT_SIZE) else {
             throw EventLogError(.recordTooLarge, "a batch of \(input.count) bytes is over LZ4's block limit")
         }
-        let capacity = LZ4Compressor.bound(input.count)
-        let start = output.count
-        output.append(contentsOf: repeatElement(0, count: capacity))
-        let written = output.withUnsafeMutableBytes { out -> CInt in
-            guard let source = input.baseAddress, let destination = out.baseAddress else { return 0 }
-            return LZ4_compress_fast_extState(
-                state, source.assumingMemoryBound(to: CChar.self),
-                (destination + start).assumingMemoryBound(to: CChar.self),
-                CInt(input.count), CInt(capacity), 1)
-        }
-        guard written > 0 || input.isEmpty else {
-            output.removeLast(capacity)
+        precondition(destination.count >= LZ4Compressor.bound(input.count), "LZ4 output buffer too small")
+        guard let source = input.baseAddress, let target = destination.baseAddress else { return 0 }
+        let written = LZ4_compress_fast_extState(
+            state, source.assumingMemoryBound(to: CChar.self), target.assumingMemoryBound(to: CChar.self),
+            CInt(input.count), CInt(destination.count), 1)
+        guard written > 0 else {
             throw EventLogError(.io, "LZ4 compression failed for a block of \(input.count) bytes")
         }
-        output.removeLast(capacity - Int(written))
         return Int(written)
     }
 }

@@ -30,7 +30,7 @@ struct LogIndex: Sendable {
     /// Every batch in position order: the sparse position → offset index (one entry per 16–64 KiB).
     var batches: [BatchLocation] = []
     /// Event id → position, for idempotent appends and lookup.
-    var ids: [EventID: UInt64] = [:]
+    var ids = IDTable()
     /// Stream → positions in version order (version v is at index v - 1).
     var streams: [String: [UInt64]] = [:]
     var typeCounts: [String: Int] = [:]
@@ -65,7 +65,7 @@ struct LogIndex: Sendable {
     }
 
     mutating func index(_ record: Record) {
-        ids[record.id] = record.position.rawValue
+        ids.lookupOrInsert(record.id, record.position.rawValue)
         streams[record.stream.rawValue, default: []].append(record.position.rawValue)
         typeCounts[record.type, default: 0] += 1
     }

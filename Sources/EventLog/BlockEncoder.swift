@@ -1,0 +1,132 @@
+/// One batch's block as a ``BlockEncoder`` stored it: where its bytes are and what the header must say.
+struct EncodedBlock {
+    /// Where the stored bytes start in the encoder's ``BlockEncoder/output``.
+    var offset: Int
+    var storedLength: Int
+    var uncompressedLength: Int
+    var isCompressed: Bool
+    var count: Int
+    var minTime: Int64
+    var maxTime: Int64
+}
+
+/// Serialises one batch's records (names interned, varint fields) and LZ4-compresses the block: the per-batch
+/// part of encoding, which the batches of one append group do in parallel, one encoder per worker thread.
+///
+/// Not Sendable: one thread at a time (it owns an LZ4 state and scratch buffers).
+final class BlockEncoder {
+    private let compressor = LZ4Compressor()
+    private var names = NameTable()
+    private var recordsArea: [UInt8] = []
+    private var block: [UInt8] = []
+    /// The stored blocks of the batches encoded since ``reset()``, back to back (sized past the used bytes).
+    private(set) var output: [UInt8] = []
+    private var outputCount = 0
+
+    /// Forgets the stored blocks of the previous group, keeping the storage.
+    func reset() { outputCount = 0 }
+
+    /// Encodes `records` as one batch's block and appends its stored form (compressed unless that would not
+    /// be smaller) to ``output``.
+    func encode(_ records: UnsafeBufferPointer<PendingRecord>) throws(EventLogError) -> EncodedBlock {
+        names.removeAll()
+        var minTime = Int64.max
+        var maxTime = Int64.min
+        var bound = 0
+        for index in records.indices {
+            minTime = min(minTime, records[index].time)
+            maxTime = max(maxTime, records[index].time)
+            // 16 id bytes and at most 10 + 10 + 5 + 10 + 5 + 5 bytes of varints.
+            bound += 61 + records[index].payload.count
+        }
+        if recordsArea.count < bound { recordsArea = Array(repeating: 0, count: bound + bound / 4) }
+        let recordsLength = recordsArea.withUnsafeMutableBytes { area -> Int in
+            var out = area.baseAddress!
+            for index in records.indices {
+                out.storeBytes(of: records[index].id.high.bigEndian, as: UInt64.self)
+                out.storeBytes(of: records[index].id.low.bigEndian, toByteOffset: 8, as: UInt64.self)
+                out += 16
+                out = Self.varint(UInt64(bitPattern: records[index].time &- minTime), at: out)
+                out = Self.varint(UInt64(names.intern(records[index].stream)), at: out)
+                out = Self.varint(records[index].streamVersion, at: out)
+                out = Self.varint(UInt64(names.intern(records[index].type)), at: out)
+                out = Self.varint(UInt64(names.intern(records[index].actor)), at: out)
+                out = records[index].payload.withUnsafeBytes { payload in
+                    let next = Self.varint(UInt64(payload.count), at: out)
+                    if let source = payload.baseAddress { next.copyMemory(from: source, byteCount: payload.count) }
+                    return next + payload.count
+                }
+            }
+            return out - area.baseAddress!
+        }
+
+        var namesBound = 5
+        for name in names.names { namesBound += 5 + name.utf8.count }
+        if block.count < namesBound + recordsLength {
+            block = Array(repeating: 0, count: (namesBound + recordsLength) * 5 / 4)
+        }
+        let blockLength = block.withUnsafeMutableBytes { block -> Int in
+            var out = Self.varint(UInt64(names.names.count), at: block.baseAddress!)
+            for var name in names.names {
+                out = name.withUTF8 { utf8 in
+                    let next = Self.varint(UInt64(utf8.count), at: out)
+                    if let source = utf8.baseAddress { next.copyMemory(from: source, byteCount: utf8.count) }
+                    return next + utf8.count
+                }
+            }
+            recordsArea.withUnsafeBytes { area in out.copyMemory(from: area.baseAddress!, byteCount: recordsLength) }
+            return out + recordsLength - block.baseAddress!
+        }
+
+        let offset = outputCount
+        let needed = offset + LZ4Compressor.bound(blockLength)
+        if output.count < needed {
+            var grown = [UInt8](repeating: 0, count: needed + needed / 2)
+            grown.withUnsafeMutableBytes { grown in
+                output.withUnsafeBytes { old in
+                    if offset > 0 { grown.baseAddress!.copyMemory(from: old.baseAddress!, byteCount: offset) }
+                }
+            }
+            output = grown
+        }
+        let compressed: Result<Int, EventLogError> = block.withUnsafeBytes { block in
+            let input = UnsafeRawBufferPointer(rebasing: block[0..<blockLength])
+            return output.withUnsafeMutableBytes { output in
+                let destination = UnsafeMutableRawBufferPointer(rebasing: output[offset...])
+                do throws(EventLogError) {
+                    let written = try compressor.compress(input, into: destination)
+                    guard written < blockLength else {
+                        // Incompressible: store the block as is, so a batch never grows past its encoded size.
+                        destination.baseAddress!.copyMemory(from: input.baseAddress!, byteCount: blockLength)
+                        return .success(-1)
+                    }
+                    return .success(written)
+                } catch {
+                    return .failure(error)
+                }
+            }
+        }
+        let written = try compressed.get()
+        let isCompressed = written >= 0
+        let storedLength = isCompressed ? written : blockLength
+        outputCount += storedLength
+        return EncodedBlock(
+            offset: offset, storedLength: storedLength, uncompressedLength: blockLength, isCompressed: isCompressed,
+            count: records.count, minTime: minTime, maxTime: maxTime)
+    }
+
+    /// Writes `value` as an unsigned LEB128 varint at `out`; returns the byte after it.
+    @inline(__always) private static func varint(_ value: UInt64, at out: UnsafeMutableRawPointer)
+        -> UnsafeMutableRawPointer
+    {
+        var value = value
+        var out = out
+        while value >= 0x80 {
+            out.storeBytes(of: UInt8(truncatingIfNeeded: value) | 0x80, as: UInt8.self)
+            out += 1
+            value >>= 7
+        }
+        out.storeBytes(of: UInt8(value), as: UInt8.self)
+        return out + 1
+    }
+}

@@ -1,0 +1,80 @@
+/// Interns the stream, type and actor names of one batch: name → index in order of first use.
+///
+/// Open addressing over a power-of-two slot array with a cheap multiply–xorshift hash of the UTF-8 bytes;
+/// `Dictionary<String, Int>` spent a SipHash per name, three per record, in the writer's hottest loop.
+struct NameTable {
+    /// The names in order of first use: index `i` is the name interned as `i`.
+    private(set) var names: [String] = []
+    /// `index + 1` into `names`, 0 for an empty slot.
+    private var slots: [Int32]
+    private var hashes: [UInt64]
+    private var mask: Int
+
+    init() {
+        slots = Array(repeating: 0, count: 1024)
+        hashes = Array(repeating: 0, count: 1024)
+        mask = 1023
+    }
+
+    /// Forgets every name, keeping the storage.
+    mutating func removeAll() {
+        if !names.isEmpty {
+            for index in slots.indices { slots[index] = 0 }
+            names.removeAll(keepingCapacity: true)
+        }
+    }
+
+    /// The index of `name`, adding it when new.
+    mutating func intern(_ name: String) -> Int {
+        if (names.count + 1) * 2 > slots.count { grow() }
+        let hash = Self.hash(name)
+        var slot = Int(truncatingIfNeeded: hash) & mask
+        while true {
+            let entry = Int(slots[slot])
+            if entry == 0 { break }
+            if hashes[slot] == hash && names[entry - 1] == name { return entry - 1 }
+            slot = (slot + 1) & mask
+        }
+        names.append(name)
+        slots[slot] = Int32(names.count)
+        hashes[slot] = hash
+        return names.count - 1
+    }
+
+    private mutating func grow() {
+        let old = names
+        slots = Array(repeating: 0, count: slots.count * 2)
+        hashes = Array(repeating: 0, count: slots.count)
+        mask = slots.count - 1
+        names.removeAll(keepingCapacity: true)
+        for name in old { _ = intern(name) }
+    }
+
+    /// A fast, non-cryptographic hash of the name's UTF-8 bytes (names are at most a few dozen bytes).
+    @inline(__always) static func hash(_ name: String) -> UInt64 {
+        if let hash = name.utf8.withContiguousStorageIfAvailable({ hash(UnsafeRawBufferPointer($0)) }) {
+            return hash
+        }
+        var copy = name
+        return copy.withUTF8 { hash(UnsafeRawBufferPointer($0)) }
+    }
+
+    @inline(__always) static func hash(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
+        var h: UInt64 = 0x9E37_79B9_7F4A_7C15 ^ UInt64(bytes.count)
+        var offset = 0
+        while offset + 8 <= bytes.count {
+            h = (h ^ bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self)) &* 0xBF58_476D_1CE4_E5B9
+            h ^= h >> 31
+            offset += 8
+        }
+        var tail: UInt64 = 0
+        var shift: UInt64 = 0
+        while offset < bytes.count {
+            tail |= UInt64(bytes[offset]) << shift
+            shift += 8
+            offset += 1
+        }
+        h = (h ^ tail) &* 0x94D0_49BB_1331_11EB
+        return h ^ (h >> 29)
+    }
+}
