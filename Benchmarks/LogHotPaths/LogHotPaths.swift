@@ -126,9 +126,9 @@ let benchmarks: @Sendable () -> Void = {
         benchmark.startMeasurement()
         for _ in benchmark.scaledIterations {
             var count = 0
-            try log.forEach(from: .first) { record in
+            try log.forEachView(from: .first) { record in
                 count += 1
-                blackHole(record)
+                blackHole(record.payload.count)
             }
             blackHole(count)
         }

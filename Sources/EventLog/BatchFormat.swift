@@ -281,6 +281,13 @@ enum BatchDecoder {
     static func decode(
         header: BatchHeader, block: [UInt8], wanted: (Int) -> Bool = { _ in true }, _ body: (Record) -> Bool
     ) -> Outcome {
+        decodeViews(header: header, block: block, wanted: wanted) { body($0.record) }
+    }
+
+    /// ``decode(header:block:wanted:_:)`` handing out views whose payloads point into `block`.
+    static func decodeViews(
+        header: BatchHeader, block: [UInt8], wanted: (Int) -> Bool = { _ in true }, _ body: (RecordView) -> Bool
+    ) -> Outcome {
         block.withUnsafeBytes { raw -> Outcome in
             var cursor = Cursor(raw: raw)
             guard let nameCount = cursor.varint(), nameCount <= UInt64(raw.count) else { return .malformed }
@@ -300,15 +307,15 @@ enum BatchDecoder {
                     let payload = cursor.take(length)
                 else { return .malformed }
                 guard wanted(index) else { continue }
-                let record = Record(
+                let view = RecordView(
                     position: Position(header.firstPosition + UInt64(index)),
                     id: EventID(
                         high: UInt64(bigEndian: idBytes.loadUnaligned(as: UInt64.self)),
                         low: UInt64(bigEndian: idBytes.loadUnaligned(fromByteOffset: 8, as: UInt64.self))),
                     time: header.minTime &+ Int64(bitPattern: delta), stream: StreamName(names[Int(stream)]),
                     streamVersion: StreamVersion(version), type: names[Int(type)], actor: names[Int(actor)],
-                    payload: Array(payload))
-                if !body(record) { return .stopped }
+                    payload: payload)
+                if !body(view) { return .stopped }
             }
             return cursor.isAtEnd ? .complete : .malformed
         }

@@ -36,10 +36,17 @@ extension EventLog {
     /// Calls `body` with every committed record from `from` on, in order, reading one batch at a time.
     /// - Throws: what `body` throws, or `.corruptBatch` for a damaged batch.
     public func forEach(from: Position = .first, _ body: (Record) throws -> Void) throws {
+        try forEachView(from: from) { try body($0.record) }
+    }
+
+    /// ``forEach(from:_:)`` without copying payloads: `body` gets each record as a ``RecordView`` whose payload
+    /// points into the decompressed batch, valid only during the call. The fastest way to read the whole log.
+    /// - Throws: what `body` throws, or `.corruptBatch` for a damaged batch.
+    public func forEachView(from: Position = .first, _ body: (RecordView) throws -> Void) throws {
         var failure: (any Error)?
-        try scan(from: from, useCache: false) { record in
+        try scanViews(from: from, useCache: false) { view in
             do {
-                try body(record)
+                try body(view)
                 return true
             } catch {
                 failure = error
@@ -51,6 +58,11 @@ extension EventLog {
 
     /// Walks batches from the one holding `from` up to the committed head.
     private func scan(from: Position, useCache: Bool, _ body: (Record) -> Bool) throws(EventLogError) {
+        try scanViews(from: from, useCache: useCache) { body($0.record) }
+    }
+
+    /// ``scan(from:useCache:_:)`` handing out views.
+    private func scanViews(from: Position, useCache: Bool, _ body: (RecordView) -> Bool) throws(EventLogError) {
         let start = max(from.rawValue, 1)
         var batchNumber: Int? = state.withLock { $0.batchIndex(holding: start) }
         while let number = batchNumber {
@@ -69,7 +81,7 @@ extension EventLog {
                 committed >= header.lastPosition ? Int(header.count) - 1 : Int(committed) - Int(header.firstPosition)
             var stopped = false
             let wanted: (Int) -> Bool = { $0 >= skip && $0 <= last }
-            let outcome = BatchDecoder.decode(header: header, block: block, wanted: wanted) {
+            let outcome = BatchDecoder.decodeViews(header: header, block: block, wanted: wanted) {
                 guard body($0) else {
                     stopped = true
                     return false

@@ -32,6 +32,43 @@ public struct Record: Sendable, Hashable {
     }
 }
 
+/// A record read in place: the envelope decoded, the payload left in the log's decompressed block.
+///
+/// Valid only during the call that receives it: `payload` points into a buffer the reader reuses. Call
+/// ``record`` to keep a copy. Reading this way skips a heap allocation and a copy per record.
+public struct RecordView {
+    public var position: Position
+    public var id: EventID
+    public var time: Int64
+    public var stream: StreamName
+    public var streamVersion: StreamVersion
+    public var type: String
+    public var actor: String
+    /// The payload bytes, valid until the call that received this view returns.
+    public var payload: UnsafeRawBufferPointer
+
+    public init(
+        position: Position, id: EventID, time: Int64, stream: StreamName, streamVersion: StreamVersion,
+        type: String, actor: String, payload: UnsafeRawBufferPointer
+    ) {
+        self.position = position
+        self.id = id
+        self.time = time
+        self.stream = stream
+        self.streamVersion = streamVersion
+        self.type = type
+        self.actor = actor
+        self.payload = payload
+    }
+
+    /// A copy that owns its payload.
+    public var record: Record {
+        Record(
+            position: position, id: id, time: time, stream: stream, streamVersion: streamVersion, type: type,
+            actor: actor, payload: Array(payload))
+    }
+}
+
 /// What a producer hands the log: everything but the position and stream version, which the writer assigns.
 public struct ProposedRecord: Sendable, Hashable {
     /// The event id; appending an id already in the log writes nothing and acknowledges the original position.

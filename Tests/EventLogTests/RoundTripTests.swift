@@ -105,6 +105,9 @@ import Testing
         var visited: [Record] = []
         try log.forEach(from: .first) { visited.append($0) }
         expectSameRecords(visited, expected, "\(label): forEach")
+        var viewed: [Record] = []
+        try log.forEachView(from: .first) { viewed.append($0.record) }
+        expectSameRecords(viewed, expected, "\(label): forEachView")
         #expect(try log.read(from: Position(UInt64(expected.count + 1))) == [])
 
         // Forward from random positions with random limits (including 0 and past the end).

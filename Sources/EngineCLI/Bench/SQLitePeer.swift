@@ -125,7 +125,10 @@ final class SQLitePeer: @unchecked Sendable {
         for (stream, version) in assigned { streamVersions[stream] = version }
     }
 
-    private func record(_ statement: OpaquePointer) -> Record {
+    private func record(_ statement: OpaquePointer) -> Record { view(statement).record }
+
+    /// The current row as a view: its payload points at SQLite's blob, valid until the next step.
+    private func view(_ statement: OpaquePointer) -> RecordView {
         var high: UInt64 = 0
         var low: UInt64 = 0
         if let blob = sqlite3_column_blob(statement, 1), sqlite3_column_bytes(statement, 1) == 16 {
@@ -133,17 +136,12 @@ final class SQLitePeer: @unchecked Sendable {
             low = UInt64(bigEndian: blob.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
         }
         let payloadCount = Int(sqlite3_column_bytes(statement, 7))
-        let payload: [UInt8]
-        if payloadCount > 0, let blob = sqlite3_column_blob(statement, 7) {
-            payload = Array(UnsafeRawBufferPointer(start: blob, count: payloadCount))
-        } else {
-            payload = []
-        }
-        return Record(
+        let payload = UnsafeRawBufferPointer(start: sqlite3_column_blob(statement, 7), count: payloadCount)
+        return RecordView(
             position: Position(UInt64(sqlite3_column_int64(statement, 0))), id: EventID(high: high, low: low),
             time: sqlite3_column_int64(statement, 2), stream: StreamName(text(statement, 3)),
             streamVersion: StreamVersion(UInt64(sqlite3_column_int64(statement, 4))), type: text(statement, 5),
-            actor: text(statement, 6), payload: payload)
+            actor: text(statement, 6), payload: payloadCount > 0 ? payload : UnsafeRawBufferPointer(start: nil, count: 0))
     }
 
     private func text(_ statement: OpaquePointer, _ column: CInt) -> String {
@@ -154,13 +152,19 @@ final class SQLitePeer: @unchecked Sendable {
 
     /// Calls `body` with every row from `position` on, in position order, decoded into a ``Record``.
     func readAll(from position: Int64 = 1, _ body: (Record) -> Void) throws {
+        try readAllViews(from: position) { body($0.record) }
+    }
+
+    /// ``readAll(from:_:)`` without copying payloads: each view is valid only during the call (like Parley's
+    /// `forEachView`).
+    func readAllViews(from position: Int64 = 1, _ body: (RecordView) -> Void) throws {
         defer { sqlite3_reset(selectAll) }
         sqlite3_bind_int64(selectAll, 1, position)
         while true {
             let status = sqlite3_step(selectAll)
             if status == SQLITE_DONE { return }
             guard status == SQLITE_ROW else { throw failure("SELECT all") }
-            body(record(selectAll))
+            body(view(selectAll))
         }
     }
 

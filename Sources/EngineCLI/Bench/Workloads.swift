@@ -199,7 +199,8 @@ struct Workloads {
 
     // MARK: scan (replay until the Projections engine lands)
 
-    /// Reads every record from position 1 and decodes its envelope; nothing is folded yet.
+    /// Reads every record from position 1 and decodes its envelope, payloads read in place (`forEachView`; the
+    /// SQLite side reads its blobs in place too); nothing is folded.
     ///
     /// The `replay` workload (BenchRunner) folds a simulated week through `Projections.Engine`; this scan is
     /// the log's share of that cost on the benchmark's own events (issue 2's ≥ 5 M records/s).
@@ -207,7 +208,7 @@ struct Workloads {
         var count = 0
         var bytes = 0
         let start = monotonicNanoseconds()
-        try log.forEach(from: .first) { record in
+        try log.forEachView(from: .first) { record in
             count += 1
             bytes &+= record.payload.count &+ record.type.utf8.count
         }
@@ -220,7 +221,7 @@ struct Workloads {
         var count = 0
         var bytes = 0
         let start = monotonicNanoseconds()
-        try peer.readAll { record in
+        try peer.readAllViews { record in
             count += 1
             bytes &+= record.payload.count &+ record.type.utf8.count
         }
