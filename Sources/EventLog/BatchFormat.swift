@@ -100,15 +100,20 @@ struct BatchHeader: Equatable, Sendable {
     }
 }
 
-/// A record with everything assigned, ready to encode.
+/// A record with everything assigned, ready to encode: the producer's record (by pointer, into the buffer of
+/// the ``AppendRequest`` that holds it) and what the writer assigned.
+///
+/// Only valid while the request lives: the writer keeps the group's requests until their batches are encoded.
 struct PendingRecord {
-    var id: EventID
+    let record: UnsafePointer<ProposedRecord>
     var time: Int64
-    var stream: String
     var streamVersion: UInt64
-    var type: String
-    var actor: String
-    var payload: [UInt8]
+
+    init(_ record: UnsafePointer<ProposedRecord>, time: Int64, streamVersion: UInt64) {
+        self.record = record
+        self.time = time
+        self.streamVersion = streamVersion
+    }
 }
 
 /// Encodes the records of one append group into consecutive batches: each batch's block is serialised and
@@ -130,8 +135,10 @@ struct BatchEncoder: ~Copyable {
         while start < records.count {
             var end = start
             var size = 0
-            while end < records.count && (end == start || size + records[end].payload.count + 64 <= batchSize) {
-                size += records[end].payload.count + records[end].stream.utf8.count + 40
+            while end < records.count
+                && (end == start || size + records[end].record.pointee.payload.count + 64 <= batchSize)
+            {
+                size += records[end].record.pointee.payload.count + records[end].record.pointee.stream.rawValue.utf8.count + 40
                 end += 1
             }
             ranges.append(start..<end)

@@ -37,21 +37,21 @@ final class BlockEncoder {
             minTime = min(minTime, records[index].time)
             maxTime = max(maxTime, records[index].time)
             // 16 id bytes and at most 10 + 10 + 5 + 10 + 5 + 5 bytes of varints.
-            bound += 61 + records[index].payload.count
+            bound += 61 + records[index].record.pointee.payload.count
         }
         if recordsArea.count < bound { recordsArea = Array(repeating: 0, count: bound + bound / 4) }
         let recordsLength = recordsArea.withUnsafeMutableBytes { area -> Int in
             var out = area.baseAddress!
             for index in records.indices {
-                out.storeBytes(of: records[index].id.high.bigEndian, as: UInt64.self)
-                out.storeBytes(of: records[index].id.low.bigEndian, toByteOffset: 8, as: UInt64.self)
+                out.storeBytes(of: records[index].record.pointee.id.high.bigEndian, as: UInt64.self)
+                out.storeBytes(of: records[index].record.pointee.id.low.bigEndian, toByteOffset: 8, as: UInt64.self)
                 out += 16
                 out = Self.varint(UInt64(bitPattern: records[index].time &- minTime), at: out)
-                out = Self.varint(UInt64(names.intern(records[index].stream)), at: out)
+                out = Self.varint(UInt64(names.intern(records[index].record.pointee.stream.rawValue)), at: out)
                 out = Self.varint(records[index].streamVersion, at: out)
-                out = Self.varint(UInt64(names.intern(records[index].type)), at: out)
-                out = Self.varint(UInt64(names.intern(records[index].actor)), at: out)
-                out = records[index].payload.withUnsafeBytes { payload in
+                out = Self.varint(UInt64(names.intern(records[index].record.pointee.type)), at: out)
+                out = Self.varint(UInt64(names.intern(records[index].record.pointee.actor)), at: out)
+                out = records[index].record.pointee.payload.withUnsafeBytes { payload in
                     let next = Self.varint(UInt64(payload.count), at: out)
                     if let source = payload.baseAddress { next.copyMemory(from: source, byteCount: payload.count) }
                     return next + payload.count

@@ -8,18 +8,31 @@ import Synchronization
 
 /// One append call waiting for the writer.
 ///
+/// The records are copied into a buffer the request owns, so the writer can point at them (``PendingRecord``)
+/// for as long as it holds the request: copying them again on the writer thread would retain each payload
+/// there, a cache miss per record on objects the producer's core just wrote.
+///
 /// `@unchecked Sendable`: `records` never changes; the completion runs exactly once, on the thread that
 /// finishes the call.
 final class AppendRequest: @unchecked Sendable {
-    let records: [ProposedRecord]
+    private let storage: UnsafeMutableBufferPointer<ProposedRecord>
     let completion: @Sendable (Result<AppendResult, EventLogError>) -> Void
     var result: AppendResult?
     let estimatedBytes: Int
 
+    /// The records, in the order given; valid while the request lives.
+    var records: UnsafeBufferPointer<ProposedRecord> { UnsafeBufferPointer(storage) }
+
     init(records: [ProposedRecord], completion: @escaping @Sendable (Result<AppendResult, EventLogError>) -> Void) {
-        self.records = records
+        storage = .allocate(capacity: records.count)
+        _ = storage.initialize(from: records)
         self.completion = completion
         estimatedBytes = records.reduce(0) { $0 + $1.payload.count + $1.stream.rawValue.utf8.count + 48 }
+    }
+
+    deinit {
+        storage.deinitialize()
+        storage.deallocate()
     }
 }
 
@@ -195,7 +208,7 @@ extension EventLog {
         var pending: [PendingRecord] = []
         var accepted: [AppendRequest] = []
         var rejected: [(AppendRequest, EventLogError)] = []
-        var undo: [(EventID, String, String)] = []
+        var undo: [UnsafePointer<ProposedRecord>] = []
         let now = currentTimeMilliseconds()
         let failure: EventLogError? = state.withLock { index in
             if let failure = index.failure { return failure }
@@ -260,7 +273,8 @@ extension EventLog {
             enqueueForSync(accepted, lastPosition: writer.nextPosition - 1, digest: digest)
         } catch {
             state.withLock { index in
-                for (id, stream, type) in undo.reversed() {
+                for record in undo.reversed() {
+                    let (id, stream, type) = (record.pointee.id, record.pointee.stream.rawValue, record.pointee.type)
                     index.ids.remove(id)
                     index.streams[stream]?.removeLast()
                     if index.streams[stream]?.isEmpty == true { index.streams[stream] = nil }
@@ -278,20 +292,16 @@ extension EventLog {
     /// record: this loop held three quarters of the writer's time when it used scratch dictionaries.
     private func assign(
         _ request: AppendRequest, now: Int64, index: inout LogIndex, pending: inout [PendingRecord],
-        undo: inout [(EventID, String, String)]
+        undo: inout [UnsafePointer<ProposedRecord>]
     ) -> Result<AppendResult, EventLogError> {
         // Index loops over a buffer: iterating the array by value would retain and release every record's
         // strings and payload (this loop runs for every record appended).
-        var problem: EventLogError?
+        let records = request.records
         var needsChecks = false
-        request.records.withUnsafeBufferPointer { records in
-            for number in records.indices {
-                problem = EventLog.check(records[number], number: number)
-                if problem != nil { return }
-                needsChecks = needsChecks || records[number].expectedVersion != nil
-            }
+        for number in records.indices {
+            if let problem = EventLog.check(records[number], number: number) { return .failure(problem) }
+            needsChecks = needsChecks || records[number].expectedVersion != nil
         }
-        if let problem { return .failure(problem) }
         if needsChecks { return assignChecked(request, now: now, index: &index, pending: &pending, undo: &undo) }
         var positions: [Position] = []
         var duplicates: [Bool] = []
@@ -304,31 +314,28 @@ extension EventLog {
         var runLength = 0
         if index.ids.prefetch(request.records) == .max { runType = " " }
         defer { if runLength > 0 { index.typeCounts[runType, default: 0] += runLength } }
-        for record in request.records {
-            if let existing = index.ids.lookupOrInsert(record.id, next) {
+        for number in records.indices {
+            let record = records.baseAddress! + number
+            if let existing = index.ids.lookupOrInsert(record.pointee.id, next) {
                 positions.append(Position(existing))
                 duplicates.append(true)
                 continue
             }
-            let stream = record.stream.rawValue
             var version: UInt64 = 0
-            index.streams.modify(stream, default: []) { positions in
+            index.streams.modify(record.pointee.stream.rawValue, default: []) { positions in
                 positions.append(next)
                 version = UInt64(positions.count)
             }
-            if record.type != runType {
+            if record.pointee.type != runType {
                 if runLength > 0 { index.typeCounts[runType, default: 0] += runLength }
-                runType = record.type
+                runType = record.pointee.type
                 runLength = 0
             }
             runLength += 1
-            undo.append((record.id, stream, record.type))
+            undo.append(record)
             positions.append(Position(next))
             duplicates.append(false)
-            pending.append(
-                PendingRecord(
-                    id: record.id, time: record.time ?? now, stream: stream, streamVersion: version,
-                    type: record.type, actor: record.actor, payload: record.payload))
+            pending.append(PendingRecord(record, time: record.pointee.time ?? now, streamVersion: version))
             next += 1
         }
         return .success(AppendResult(positions: positions, wasDuplicate: duplicates))
@@ -357,7 +364,7 @@ extension EventLog {
     /// request's own earlier records before changing anything, so a mismatch leaves no trace.
     private func assignChecked(
         _ request: AppendRequest, now: Int64, index: inout LogIndex, pending: inout [PendingRecord],
-        undo: inout [(EventID, String, String)]
+        undo: inout [UnsafePointer<ProposedRecord>]
     ) -> Result<AppendResult, EventLogError> {
         var positions: [Position] = []
         var duplicates: [Bool] = []
@@ -366,6 +373,7 @@ extension EventLog {
         var fresh: [PendingRecord] = []
         var next = writer.nextPosition + UInt64(pending.count)
         for (number, record) in request.records.enumerated() {
+            let pointer = request.records.baseAddress! + number
             if let existing = index.ids[record.id] ?? localIDs[record.id] {
                 positions.append(Position(existing))
                 duplicates.append(true)
@@ -391,18 +399,16 @@ extension EventLog {
             localIDs[record.id] = next
             positions.append(Position(next))
             duplicates.append(false)
-            fresh.append(
-                PendingRecord(
-                    id: record.id, time: record.time ?? now, stream: stream, streamVersion: current + 1,
-                    type: record.type, actor: record.actor, payload: record.payload))
+            fresh.append(PendingRecord(pointer, time: record.time ?? now, streamVersion: current + 1))
             next += 1
         }
         var position = writer.nextPosition + UInt64(pending.count)
-        for record in fresh {
+        for pending in fresh {
+            let record = pending.record.pointee
             index.ids.lookupOrInsert(record.id, position)
-            index.streams[record.stream, default: []].append(position)
+            index.streams[record.stream.rawValue, default: []].append(position)
             index.typeCounts[record.type, default: 0] += 1
-            undo.append((record.id, record.stream, record.type))
+            undo.append(pending.record)
             position += 1
         }
         pending.append(contentsOf: fresh)

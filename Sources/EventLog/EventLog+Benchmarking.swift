@@ -6,15 +6,22 @@
 @_spi(Benchmarking) public struct BatchCodecProbe: ~Copyable {
     private var encoder = BatchEncoder()
     private let compressor = LZ4Compressor()
+    private let records: UnsafeMutableBufferPointer<ProposedRecord>
     private let pending: [PendingRecord]
 
-    /// Prepares `records` (versions 1, 2, … per record, times as given or 0) for repeated encoding.
+    /// Prepares `records` (version 1 each, times as given or 0) for repeated encoding.
     public init(records: [ProposedRecord]) {
-        pending = records.map { record in
-            PendingRecord(
-                id: record.id, time: record.time ?? 0, stream: record.stream.rawValue, streamVersion: 1,
-                type: record.type, actor: record.actor, payload: record.payload)
+        let storage = UnsafeMutableBufferPointer<ProposedRecord>.allocate(capacity: records.count)
+        _ = storage.initialize(from: records)
+        self.records = storage
+        pending = storage.indices.map { number in
+            PendingRecord(UnsafePointer(storage.baseAddress! + number), time: records[number].time ?? 0, streamVersion: 1)
         }
+    }
+
+    deinit {
+        records.deinitialize()
+        records.deallocate()
     }
 
     /// Encodes all the records as one batch (header, interned names, LZ4 block, CRC, chain digest) into `out`,

@@ -50,15 +50,13 @@ struct IDTable: Sendable {
     /// busy loop would not. Returns a value only so the loads cannot be optimised away.
     /// The loop must stay free of retains and releases: their locked instructions wait for earlier loads,
     /// which would serialise the misses again.
-    func prefetch(_ records: [ProposedRecord]) -> UInt64 {
+    func prefetch(_ records: UnsafeBufferPointer<ProposedRecord>) -> UInt64 {
         slots.withUnsafeBufferPointer { slots in
-            records.withUnsafeBufferPointer { records in
-                var touched: UInt64 = 0
-                for index in records.indices {
-                    touched &+= slots[Self.bucket(records[index].id, mask: mask)].position
-                }
-                return touched
+            var touched: UInt64 = 0
+            for index in records.indices {
+                touched &+= slots[Self.bucket(records[index].id, mask: mask)].position
             }
+            return touched
         }
     }
 
