@@ -29,6 +29,11 @@ final class BlockEncoder {
     /// Encodes `records` as one batch's block and appends its stored form (compressed unless that would not
     /// be smaller) to ``output``.
     func encode(_ records: UnsafeBufferPointer<PendingRecord>) throws(EventLogError) -> EncodedBlock {
+        // Work on a local table: interning through the class property paid a dynamic exclusivity check
+        // (a thread-local access set) on every name.
+        var names = NameTable.placeholder
+        swap(&names, &self.names)
+        defer { swap(&names, &self.names) }
         names.removeAll()
         var minTime = Int64.max
         var maxTime = Int64.min

@@ -49,7 +49,7 @@ enum Checkpoint {
             writer.writeVarint(position)
         }
         writer.writeVarint(UInt64(index.streams.count))
-        for (name, positions) in index.streams {
+        index.streams.forEach { name, positions in
             writer.writeString(name)
             writer.writeVarint(UInt64(positions.count))
             var previous: UInt64 = 0
@@ -125,18 +125,17 @@ enum Checkpoint {
                 }
             }
             let streamCount = try reader.readCount(limit: Int.max)
-            index.streams.reserveCapacity(streamCount)
             for _ in 0..<streamCount {
                 let name = try reader.readString()
                 let count = try reader.readCount(limit: Int.max)
                 var positions: [UInt64] = []
-                positions.reserveCapacity(count)
+                positions.reserveCapacity(min(count, bytes.count))
                 var previous: UInt64 = 0
                 for _ in 0..<count {
                     previous += try reader.readVarint()
                     positions.append(previous)
                 }
-                index.streams[name] = positions
+                guard index.streams.insert(name, positions: positions) else { return nil }
             }
             let typeCount = try reader.readCount()
             for _ in 0..<typeCount {

@@ -276,8 +276,7 @@ extension EventLog {
                 for record in undo.reversed() {
                     let (id, stream, type) = (record.pointee.id, record.pointee.stream.rawValue, record.pointee.type)
                     index.ids.remove(id)
-                    index.streams[stream]?.removeLast()
-                    if index.streams[stream]?.isEmpty == true { index.streams[stream] = nil }
+                    index.streams.removeLast(from: stream)
                     index.typeCounts[type, default: 1] -= 1
                     if index.typeCounts[type] == 0 { index.typeCounts[type] = nil }
                 }
@@ -321,11 +320,7 @@ extension EventLog {
                 duplicates.append(true)
                 continue
             }
-            var version: UInt64 = 0
-            index.streams.modify(record.pointee.stream.rawValue, default: []) { positions in
-                positions.append(next)
-                version = UInt64(positions.count)
-            }
+            let version = index.streams.append(next, to: record.pointee.stream.rawValue)
             if record.pointee.type != runType {
                 if runLength > 0 { index.typeCounts[runType, default: 0] += runLength }
                 runType = record.pointee.type
@@ -406,7 +401,7 @@ extension EventLog {
         for pending in fresh {
             let record = pending.record.pointee
             index.ids.lookupOrInsert(record.id, position)
-            index.streams[record.stream.rawValue, default: []].append(position)
+            index.streams.append(position, to: record.stream.rawValue)
             index.typeCounts[record.type, default: 0] += 1
             undo.append(pending.record)
             position += 1
@@ -519,25 +514,5 @@ extension EventLog {
                     cause: error)
             }
         }
-    }
-}
-
-extension Dictionary {
-    /// Inserts `value` when `key` is absent and returns nil; returns the stored value when present.
-    /// One hash probe either way (through the defaulted subscript's in-place accessor).
-    @inline(__always) mutating func lookupOrInsert(_ key: Key, _ value: Value) -> Value? {
-        let before = count
-        var stored = value
-        Self.read(&self[key, default: value], into: &stored)
-        return count == before ? stored : nil
-    }
-
-    @inline(__always) private static func read(_ slot: inout Value, into result: inout Value) { result = slot }
-
-    /// Runs `body` on the value for `key` in place (inserting `defaultValue` first when absent): one probe.
-    @inline(__always) mutating func modify(
-        _ key: Key, default defaultValue: @autoclosure () -> Value, _ body: (inout Value) -> Void
-    ) {
-        body(&self[key, default: defaultValue()])
     }
 }

@@ -32,7 +32,7 @@ struct LogIndex: Sendable {
     /// Event id → position, for idempotent appends and lookup.
     var ids = IDTable()
     /// Stream → positions in version order (version v is at index v - 1).
-    var streams: [String: [UInt64]] = [:]
+    var streams = StreamIndex()
     var typeCounts: [String: Int] = [:]
     /// The newest position whose batch is durable (or written, in buffered mode): what readers may see.
     var committed: UInt64 = 0
@@ -66,7 +66,54 @@ struct LogIndex: Sendable {
 
     mutating func index(_ record: Record) {
         ids.lookupOrInsert(record.id, record.position.rawValue)
-        streams[record.stream.rawValue, default: []].append(record.position.rawValue)
+        streams.append(record.position.rawValue, to: record.stream.rawValue)
         typeCounts[record.type, default: 0] += 1
+    }
+}
+
+/// Stream name → the positions of its records in version order (version v is at index v - 1).
+struct StreamIndex: Sendable {
+    private var names = NameTable()
+    private var positions: [[UInt64]] = []
+    /// The number of streams with at least one record.
+    private(set) var count = 0
+
+    /// The positions of `stream`'s records, or nil when it has none.
+    subscript(stream: String) -> [UInt64]? {
+        guard let number = names.index(of: stream), !positions[number].isEmpty else { return nil }
+        return positions[number]
+    }
+
+    /// Records `position` as the next version of `stream`; returns that version.
+    @discardableResult
+    mutating func append(_ position: UInt64, to stream: String) -> UInt64 {
+        let number = names.intern(stream)
+        if number == positions.count { positions.append([]) }
+        positions[number].append(position)
+        if positions[number].count == 1 { count += 1 }
+        return UInt64(positions[number].count)
+    }
+
+    /// Adds a stream with all its positions (loading a checkpoint); false when it is already there or empty.
+    mutating func insert(_ stream: String, positions streamPositions: [UInt64]) -> Bool {
+        guard !streamPositions.isEmpty, names.index(of: stream) == nil else { return false }
+        _ = names.intern(stream)
+        positions.append(streamPositions)
+        count += 1
+        return true
+    }
+
+    /// Takes back the newest version of `stream` (an append that failed to reach the disk).
+    mutating func removeLast(from stream: String) {
+        guard let number = names.index(of: stream), !positions[number].isEmpty else { return }
+        positions[number].removeLast()
+        if positions[number].isEmpty { count -= 1 }
+    }
+
+    /// Calls `body` with every stream that has records, in order of first use.
+    func forEach(_ body: (String, [UInt64]) throws -> Void) rethrows {
+        for (number, name) in names.names.enumerated() where !positions[number].isEmpty {
+            try body(name, positions[number])
+        }
     }
 }

@@ -1,7 +1,8 @@
-/// Interns the stream, type and actor names of one batch: name → index in order of first use.
+/// Interns names: name → index in order of first use. Serves the stream, type and actor names of one batch,
+/// and the log's stream index.
 ///
 /// Open addressing over a power-of-two slot array with a cheap multiply–xorshift hash of the UTF-8 bytes;
-/// `Dictionary<String, Int>` spent a SipHash per name, three per record, in the writer's hottest loop.
+/// `Dictionary<String, …>` spent a SipHash per name, four per record, in the writer's hottest loops.
 struct NameTable {
     /// The names in order of first use: index `i` is the name interned as `i`.
     private(set) var names: [String] = []
@@ -16,11 +17,32 @@ struct NameTable {
         mask = 1023
     }
 
+    private init(placeholder: Void) {
+        slots = []
+        hashes = []
+        mask = 0
+    }
+
+    /// An empty stand-in without storage, to swap with a table that is in use elsewhere; never intern into it.
+    static let placeholder = NameTable(placeholder: ())
+
     /// Forgets every name, keeping the storage.
     mutating func removeAll() {
         if !names.isEmpty {
             for index in slots.indices { slots[index] = 0 }
             names.removeAll(keepingCapacity: true)
+        }
+    }
+
+    /// The index of `name`, or nil when it was never interned.
+    func index(of name: String) -> Int? {
+        let hash = Self.hash(name)
+        var slot = Int(truncatingIfNeeded: hash) & mask
+        while true {
+            let entry = Int(slots[slot])
+            if entry == 0 { return nil }
+            if hashes[slot] == hash && names[entry - 1] == name { return entry - 1 }
+            slot = (slot + 1) & mask
         }
     }
 
