@@ -138,7 +138,9 @@ struct BatchEncoder: ~Copyable {
             while end < records.count
                 && (end == start || size + records[end].record.pointee.payload.count + 64 <= batchSize)
             {
-                size += records[end].record.pointee.payload.count + records[end].record.pointee.stream.rawValue.utf8.count + 40
+                size +=
+                    records[end].record.pointee.payload.count + records[end].record.pointee.stream.rawValue.utf8.count
+                    + 40
                 end += 1
             }
             ranges.append(start..<end)

@@ -43,13 +43,13 @@ enum Checkpoint {
             writer.writeSignedVarint(batch.maxTime)
         }
         writer.writeVarint(UInt64(index.ids.count))
-        index.ids.forEach { id, position in
+        index.ids.forEachID { id, position in
             writer.writeUInt64(id.high)
             writer.writeUInt64(id.low)
             writer.writeVarint(position)
         }
         writer.writeVarint(UInt64(index.streams.count))
-        index.streams.forEach { name, positions in
+        index.streams.forEachStream { name, positions in
             writer.writeString(name)
             writer.writeVarint(UInt64(positions.count))
             var previous: UInt64 = 0

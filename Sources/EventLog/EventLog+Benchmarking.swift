@@ -15,7 +15,8 @@
         _ = storage.initialize(from: records)
         self.records = storage
         pending = storage.indices.map { number in
-            PendingRecord(UnsafePointer(storage.baseAddress! + number), time: records[number].time ?? 0, streamVersion: 1)
+            PendingRecord(
+                UnsafePointer(storage.baseAddress! + number), time: records[number].time ?? 0, streamVersion: 1)
         }
     }
 

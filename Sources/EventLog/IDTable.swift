@@ -119,7 +119,7 @@ struct IDTable: Sendable {
     }
 
     /// Calls `body` with every id and its position, in no particular order.
-    func forEach(_ body: (EventID, UInt64) throws -> Void) rethrows {
+    func forEachID(_ body: (EventID, UInt64) throws -> Void) rethrows {
         for slot in slots where slot.position != 0 {
             try body(EventID(high: slot.high, low: slot.low), slot.position)
         }

@@ -111,7 +111,7 @@ struct StreamIndex: Sendable {
     }
 
     /// Calls `body` with every stream that has records, in order of first use.
-    func forEach(_ body: (String, [UInt64]) throws -> Void) rethrows {
+    func forEachStream(_ body: (String, [UInt64]) throws -> Void) rethrows {
         for (number, name) in names.names.enumerated() where !positions[number].isEmpty {
             try body(name, positions[number])
         }

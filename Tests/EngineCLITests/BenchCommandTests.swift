@@ -110,7 +110,11 @@ func quickBenchAgainstSQLitePrintsWellFormedJSON() throws {
 
     let workloads = try #require(json["workloads"]?.array)
     let names = workloads.compactMap { $0["name"]?.string }
-    #expect(names == ["append-batched", "append-concurrent", "scan", "replay", "read-room", "audit-actor", "size"])
+    #expect(
+        names == [
+            "append-batched", "append-batched-4p", "append-concurrent", "scan", "replay", "read-room", "audit-actor",
+            "size",
+        ])
     for workload in workloads {
         let name = workload["name"]?.string ?? "?"
         let parley = try #require(workload["parley"], "\(name) has no parley figures")

@@ -29,7 +29,7 @@ struct IDTableTests {
         }
         for (id, stored) in model { #expect(table[id] == stored) }
         var seen = 0
-        table.forEach { id, stored in
+        table.forEachID { id, stored in
             #expect(model[id] == stored)
             seen += 1
         }

@@ -141,7 +141,8 @@ final class SQLitePeer: @unchecked Sendable {
             position: Position(UInt64(sqlite3_column_int64(statement, 0))), id: EventID(high: high, low: low),
             time: sqlite3_column_int64(statement, 2), stream: StreamName(text(statement, 3)),
             streamVersion: StreamVersion(UInt64(sqlite3_column_int64(statement, 4))), type: text(statement, 5),
-            actor: text(statement, 6), payload: payloadCount > 0 ? payload : UnsafeRawBufferPointer(start: nil, count: 0))
+            actor: text(statement, 6),
+            payload: payloadCount > 0 ? payload : UnsafeRawBufferPointer(start: nil, count: 0))
     }
 
     private func text(_ statement: OpaquePointer, _ column: CInt) -> String {

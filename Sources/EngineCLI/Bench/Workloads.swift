@@ -152,24 +152,50 @@ struct Workloads {
         let queue = DispatchQueue(label: "parley.bench.sqlite-writer")
         return try await concurrent(
             records, producers: producers, deadline: deadline, label: "append-concurrent sqlite"
-        ) {
-            record in
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                queue.async {
-                    do {
-                        try peer.append(CollectionOfOne(record))
-                        continuation.resume()
-                    } catch {
-                        continuation.resume(throwing: error)
-                    }
+        ) { record in try await Self.onQueue(queue) { try peer.append(CollectionOfOne(record)) } }
+    }
+
+    /// `producers` tasks each take the next 1,000-event call and await it (durable) before taking another: the
+    /// batched append with several producers, whose calls group commit pipelines (one call's encoding
+    /// overlaps the previous one's fdatasync).
+    func parleyBatchedConcurrent(_ log: EventLog, _ batches: [[ProposedRecord]], producers: Int) async throws
+        -> Sample
+    {
+        try await concurrent(
+            batches, eventsPerItem: batches.first?.count ?? 0, producers: producers, deadline: .max,
+            label: "append-batched ×\(producers) parley"
+        ) { batch in _ = try await log.append(batch) }
+    }
+
+    /// The SQLite peer's side of ``parleyBatchedConcurrent(_:_:producers:)``: the calls go through one serial
+    /// queue (SQLite has one writer), each a transaction of 1,000 events.
+    func sqliteBatchedConcurrent(_ peer: SQLitePeer, _ batches: [[ProposedRecord]], producers: Int) async throws
+        -> Sample
+    {
+        let queue = DispatchQueue(label: "parley.bench.sqlite-batched-writer")
+        return try await concurrent(
+            batches, eventsPerItem: batches.first?.count ?? 0, producers: producers, deadline: .max,
+            label: "append-batched ×\(producers) sqlite"
+        ) { batch in try await Self.onQueue(queue) { try peer.append(batch) } }
+    }
+
+    /// Runs `body` on `queue` and waits for it.
+    private static func onQueue(_ queue: DispatchQueue, _ body: @escaping @Sendable () throws -> Void) async throws {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            queue.async {
+                do {
+                    try body()
+                    continuation.resume()
+                } catch {
+                    continuation.resume(throwing: error)
                 }
             }
         }
     }
 
-    private func concurrent(
-        _ records: [ProposedRecord], producers: Int, deadline: UInt64, label: String,
-        append: @escaping @Sendable (ProposedRecord) async throws -> Void
+    private func concurrent<Item: Sendable>(
+        _ records: [Item], eventsPerItem: Int = 1, producers: Int, deadline: UInt64, label: String,
+        append: @escaping @Sendable (Item) async throws -> Void
     ) async throws -> Sample {
         let ticket = Ticket()
         let progress = self.progress
@@ -194,7 +220,8 @@ struct Workloads {
             return all
         }
         return Sample(
-            events: latencies.count, seconds: Double(monotonicNanoseconds() - start) / 1e9, latencies: latencies)
+            events: latencies.count * eventsPerItem, seconds: Double(monotonicNanoseconds() - start) / 1e9,
+            latencies: latencies)
     }
 
     // MARK: scan (replay until the Projections engine lands)
