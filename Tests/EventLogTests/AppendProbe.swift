@@ -1,0 +1,60 @@
+import Foundation
+import Testing
+
+@testable import EventLog
+
+/// Rough timings of the batched append and the full scan, for profiling; runs only with `PARLEY_PERF=1`
+/// (`swift build -c release --build-tests -Xswiftc -enable-testing`, then the test binary or `swift test -c
+/// release`). `PARLEY_PERF_CALLS` (default 1,000) calls of 1,000 chat-sized records each, from
+/// `PARLEY_PERF_PRODUCERS` (default 1) concurrent producers. Reported, never asserted: the benchmarks measure.
+@Suite(.enabled(if: ProcessInfo.processInfo.environment["PARLEY_PERF"] != nil))
+struct AppendProbe {
+    @Test func batchedAppendAndScan() async throws {
+        let environment = ProcessInfo.processInfo.environment
+        let calls = Int(environment["PARLEY_PERF_CALLS"] ?? "") ?? 1_000
+        let producers = Int(environment["PARLEY_PERF_PRODUCERS"] ?? "") ?? 1
+        let directory = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var random = SplitMix64(seed: 7)
+        let words = ["hey", "walk", "park", "tonight", "coffee", "see", "you", "at", "the", "dog", "great", "ok"]
+        func payload() -> [UInt8] {
+            var text = ""
+            for _ in 0..<(20 + Int(random.next() % 20)) { text += words[Int(random.next() % 12)] + " " }
+            return Array(text.utf8.prefix(150))
+        }
+        var work: [[[ProposedRecord]]] = Array(repeating: [], count: producers)
+        for call in 0..<calls {
+            let batch = (0..<1_000).map { _ in
+                ProposedRecord(
+                    id: EventID(high: random.next(), low: random.next()),
+                    stream: StreamName("room-\(random.next() % 5_000)"), type: "MessageSent",
+                    actor: "user-\(random.next() % 10_000)", payload: payload())
+            }
+            work[call % producers].append(batch)
+        }
+        let log = try EventLog.open(directory: directory)
+        defer { try? log.close() }
+        let appendSeconds = try await seconds {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for calls in work {
+                    group.addTask { for batch in calls { _ = try await log.append(batch) } }
+                }
+                try await group.waitForAll()
+            }
+        }
+        print("PERF append: \(Int(Double(calls * 1_000) / appendSeconds)) records/s, \(producers) producer(s)")
+        var count = 0
+        let recordSeconds = try await seconds { try log.forEach(from: .first) { _ in count += 1 } }
+        print("PERF scan, Record: \(Int(Double(count) / recordSeconds)) records/s over \(count)")
+        count = 0
+        let viewSeconds = try await seconds { try log.forEachView(from: .first) { _ in count += 1 } }
+        print("PERF scan, RecordView: \(Int(Double(count) / viewSeconds)) records/s over \(count)")
+    }
+
+    private func seconds(_ body: () async throws -> Void) async throws -> Double {
+        let start = ContinuousClock.now
+        try await body()
+        let elapsed = ContinuousClock.now - start
+        return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+    }
+}
