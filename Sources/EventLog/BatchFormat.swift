@@ -128,19 +128,27 @@ struct BatchEncoder: ~Copyable {
         blockEncoders = (0..<max(1, min(parallelism, 8))).map { _ in BlockEncoder() }
     }
 
-    /// Splits `records` into runs of at most `batchSize` bytes of payload (at least one record each).
-    static func batchRanges(_ records: [PendingRecord], batchSize: Int) -> [Range<Int>] {
+    /// Splits `records` into runs of at most `batchSize` encoded bytes (at least one record each). A group that
+    /// needs several batches is cut into a multiple of the encoders' count, of about equal size, so that every
+    /// core gets the same share (three 64 KiB batches on two cores would leave one core idle half the time).
+    func batchRanges(_ records: [PendingRecord], batchSize: Int) -> [Range<Int>] {
+        func size(_ record: PendingRecord) -> Int {
+            record.record.pointee.payload.count + record.record.pointee.stream.rawValue.utf8.count + 40
+        }
+        let total = records.reduce(0) { $0 + size($1) }
+        var target = batchSize
+        if total > batchSize {
+            let workers = blockEncoders.count
+            let batches = (total + batchSize - 1) / batchSize
+            target = min(batchSize, total / ((batches + workers - 1) / workers * workers) + 1)
+        }
         var ranges: [Range<Int>] = []
         var start = 0
         while start < records.count {
             var end = start
-            var size = 0
-            while end < records.count
-                && (end == start || size + records[end].record.pointee.payload.count + 64 <= batchSize)
-            {
-                size +=
-                    records[end].record.pointee.payload.count + records[end].record.pointee.stream.rawValue.utf8.count
-                    + 40
+            var bytes = 0
+            while end < records.count && (end == start || bytes + size(records[end]) <= target) {
+                bytes += size(records[end])
                 end += 1
             }
             ranges.append(start..<end)

@@ -238,9 +238,10 @@ extension EventLog {
         }
         do throws(EventLogError) {
             var out: [UInt8] = []
+            let ranges = writer.encoder.batchRanges(pending, batchSize: configuration.batchSize)
             let (digest, batches) = try writer.encoder.encode(
-                pending, ranges: BatchEncoder.batchRanges(pending, batchSize: configuration.batchSize),
-                firstPosition: writer.nextPosition, previousDigest: writer.tailDigest, into: &out)
+                pending, ranges: ranges, firstPosition: writer.nextPosition, previousDigest: writer.tailDigest,
+                into: &out)
             if writer.tailOffset + out.count > configuration.segmentSize
                 && writer.tailOffset > BatchFormat.segmentHeaderSize
             {
