@@ -62,6 +62,7 @@ final class WriterState: @unchecked Sendable {
 
     // Writer thread only.
     var encoder = BatchEncoder()
+    var groupBuffer: [UInt8] = []
     var nextPosition: UInt64 = 1
     var tailDigest: [UInt8] = BatchFormat.zeroDigest
     var tailSegment = 0
@@ -69,6 +70,14 @@ final class WriterState: @unchecked Sendable {
     var tailRecordCount: UInt64 = 0
     var tailFile: FileDescriptor
     let directory: String
+
+    /// The reusable group buffer, emptied (its storage kept).
+    func takeGroupBuffer() -> [UInt8] {
+        var buffer: [UInt8] = []
+        swap(&buffer, &groupBuffer)
+        buffer.removeAll(keepingCapacity: true)
+        return buffer
+    }
 
     private init(directory: String, tailFile: FileDescriptor) {
         self.directory = directory
@@ -237,7 +246,10 @@ extension EventLog {
             return
         }
         do throws(EventLogError) {
-            var out: [UInt8] = []
+            // The group's bytes go into a buffer kept from group to group: a fresh one of a few hundred KiB
+            // is fresh memory each time, and its page faults cost the writer more than the copy into it.
+            var out = writer.takeGroupBuffer()
+            defer { writer.groupBuffer = out }
             let ranges = writer.encoder.batchRanges(pending, batchSize: configuration.batchSize)
             let (digest, batches) = try writer.encoder.encode(
                 pending, ranges: ranges, firstPosition: writer.nextPosition, previousDigest: writer.tailDigest,
