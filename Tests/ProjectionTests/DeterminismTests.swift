@@ -276,7 +276,7 @@ func sampleAnswers(_ engine: Engine) throws -> String {
 }
 
 @Suite struct InternerTests {
-    @Test func internsLikeADictionary() {
+    @Test func internsLikeADictionary() throws {
         var interner = Interner()
         var reference: [String: Int32] = [:]
         var random = SplitMix(seed: 17)
@@ -293,7 +293,12 @@ func sampleAnswers(_ engine: Engine) throws -> String {
         }
         for (name, index) in reference { #expect(interner.index(of: name) == index) }
         #expect(interner.index(of: "never seen") == nil)
-        let rebuilt = Interner(names: interner.names)
+        var writer = ByteWriter()
+        interner.write(to: &writer)
+        let rebuilt = try ByteReader.reading(writer.bytes) { (reader: inout ByteReader) throws(ByteReaderError) in
+            try Interner(reading: &reader)
+        }
+        #expect(rebuilt.names == interner.names)
         for (name, index) in reference { #expect(rebuilt.index(of: name) == index) }
     }
 }
