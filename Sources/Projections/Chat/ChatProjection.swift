@@ -94,18 +94,21 @@ struct ChatProjection {
         userRooms[Int(user)].remove(room)
     }
 
-    mutating func sent(_ event: MessageSent, message: Int32, room: Int32, sender: Int32, position: UInt64, time: Int64)
-    {
+    /// Adds message `message` (the caller interned it as new) with the fields of its `MessageSent`.
+    mutating func sent(
+        message: Int32, room: Int32, sender: Int32, kind: MessageKind, body: String?, media attached: Media?,
+        replyTo: String?, position: UInt64, time: Int64
+    ) {
         precondition(Int(message) == messages.count, "messages are added in interning order")
         var mediaIndex: Int32 = -1
-        if let attached = event.media {
+        if let attached {
             mediaIndex = Int32(media.count)
             media.append(attached)
         }
         messages.append(
             MessageRecord(
-                room: room, sender: sender, kind: event.kind, body: event.body, media: mediaIndex,
-                replyTo: event.replyTo?.rawValue, time: time, position: position))
+                room: room, sender: sender, kind: kind, body: body, media: mediaIndex, replyTo: replyTo, time: time,
+                position: position))
         let r = Int(room)
         messages[Int(message)].previous = rooms[r].lastMessage
         rooms[r].lastMessage = message

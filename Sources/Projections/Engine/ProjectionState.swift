@@ -21,8 +21,14 @@ struct ProjectionState {
     init() {}
 
     /// The index of `user`, interning it (and growing every per-user array) when new.
-    mutating func user(_ id: UserID) -> Int32 {
-        let (index, isNew) = users.intern(id.rawValue)
+    mutating func user(_ id: UserID) -> Int32 { added(users.intern(id.rawValue)) }
+
+    /// ``user(_:)`` for the UTF-8 bytes of a user id.
+    mutating func user(utf8 id: UnsafeRawBufferPointer) -> Int32 { added(users.intern(utf8: id)) }
+
+    /// Grows every per-user array when `interned` is a new user; returns its index.
+    private mutating func added(_ interned: (index: Int32, isNew: Bool)) -> Int32 {
+        let (index, isNew) = interned
         if isNew {
             accounts.addUser()
             graph.addUser()
@@ -61,8 +67,13 @@ struct ProjectionState {
         let code = audit.record(position: position, time: time, actor: actor, type: type)
         self.position = position
         // A record this build cannot decode stays in the audit index and changes nothing else.
-        guard code >= 0, let event = try? DomainEvent.decode(code: code, payload: payload) else { return }
-        apply(event, position: position, time: time)
+        switch code {
+        case DomainEvent.messageSentCode: foldMessageSent(payload, position: position, time: time)
+        case DomainEvent.messagesReadCode: foldMessagesRead(payload)
+        default:
+            guard code >= 0, let event = try? DomainEvent.decode(code: code, payload: payload) else { return }
+            apply(event, position: position, time: time)
+        }
     }
 
     /// Folds a record whose payload was decoded already (nil: undecodable, audit index only).
@@ -117,7 +128,9 @@ struct ProjectionState {
             guard let room = rooms.index(of: e.room.rawValue) else { return }
             let (message, isNew) = messageIDs.intern(e.message.rawValue)
             guard isNew else { return }
-            chat.sent(e, message: message, room: room, sender: sender, position: position, time: time)
+            chat.sent(
+                message: message, room: room, sender: sender, kind: e.kind, body: e.body, media: e.media,
+                replyTo: e.replyTo?.rawValue, position: position, time: time)
         case .messageEdited(let e):
             guard let message = messageIDs.index(of: e.message.rawValue) else { return }
             chat.edited(message, body: e.body)

@@ -1,0 +1,78 @@
+/// The fold's path for the commonest events, `MessageSent` and `MessagesRead` (most of a chat log):
+/// their ids are looked up straight from the payload bytes, so folding one makes no `String` but the
+/// body, and no ``DomainEvent``. Each does exactly what ``ProjectionState/apply(_:position:time:)`` does
+/// with the decoded event, and a payload that does not decode changes nothing, as there.
+extension ProjectionState {
+    /// Folds a `MessageSent` payload (see `apply`'s `.messageSent`).
+    mutating func foldMessageSent(_ payload: [UInt8], position: UInt64, time: Int64) {
+        payload.withUnsafeBytes { raw in
+            var reader = ByteReader(raw)
+            guard let e = try? MessageSentBytes(reading: &reader) else { return }
+            let sender = user(utf8: e.sender)
+            guard let room = rooms.index(ofUTF8: e.room) else { return }
+            let (message, isNew) = messageIDs.intern(utf8: e.message)
+            guard isNew else { return }
+            chat.sent(
+                message: message, room: room, sender: sender, kind: e.kind, body: e.body, media: e.media,
+                replyTo: e.replyTo, position: position, time: time)
+        }
+    }
+
+    /// Folds a `MessagesRead` payload (see `apply`'s `.messagesRead`).
+    mutating func foldMessagesRead(_ payload: [UInt8]) {
+        payload.withUnsafeBytes { raw in
+            var reader = ByteReader(raw)
+            guard let e = try? MessagesReadBytes(reading: &reader) else { return }
+            let user = user(utf8: e.user)
+            guard let room = rooms.index(ofUTF8: e.room), let message = messageIDs.index(ofUTF8: e.upTo),
+                chat.messages[Int(message)].room == room
+            else { return }
+            chat.read(room: room, user: user, upTo: message)
+        }
+    }
+}
+
+/// A `MessageSent` payload read like `MessageSent(reading:version:)`, its ids left as bytes (which point
+/// into the payload: use it only while the payload's bytes are borrowed).
+private struct MessageSentBytes {
+    var room: UnsafeRawBufferPointer
+    var message: UnsafeRawBufferPointer
+    var sender: UnsafeRawBufferPointer
+    var kind: MessageKind
+    var body: String?
+    var media: Media?
+    var replyTo: String?
+
+    init(reading reader: inout ByteReader) throws(ByteReaderError) {
+        let version = try reader.byte()
+        guard version >= 1, version <= MessageSent.schemaVersion else {
+            throw ByteReaderError(description: "MessageSent schema version \(version) is not one this build reads")
+        }
+        room = try reader.utf8()
+        message = try reader.utf8()
+        sender = try reader.utf8()
+        kind = try reader.rawEnum(MessageKind.self)
+        body = try reader.optionalString()
+        media = try reader.bool() ? try Media(reading: &reader) : nil
+        replyTo = try reader.optionalString()
+        // The sender's name is not folded, but a malformed one makes the payload undecodable, as there.
+        if try reader.bool() { _ = try reader.utf8() }
+    }
+}
+
+/// A `MessagesRead` payload read like `MessagesRead(reading:version:)`, its ids left as bytes (see above).
+private struct MessagesReadBytes {
+    var room: UnsafeRawBufferPointer
+    var user: UnsafeRawBufferPointer
+    var upTo: UnsafeRawBufferPointer
+
+    init(reading reader: inout ByteReader) throws(ByteReaderError) {
+        let version = try reader.byte()
+        guard version >= 1, version <= MessagesRead.schemaVersion else {
+            throw ByteReaderError(description: "MessagesRead schema version \(version) is not one this build reads")
+        }
+        room = try reader.utf8()
+        user = try reader.utf8()
+        upTo = try reader.utf8()
+    }
+}
