@@ -76,13 +76,6 @@ struct ProjectionState {
         }
     }
 
-    /// Folds a record whose payload was decoded already (nil: undecodable, audit index only).
-    mutating func fold(_ record: Record, decoded event: DomainEvent?) {
-        audit.record(position: record.position.rawValue, time: record.time, actor: record.actor, type: record.type)
-        position = record.position.rawValue
-        if let event { apply(event, position: position, time: record.time) }
-    }
-
     /// Folds an already-decoded event into the domain projections (not the audit index).
     mutating func apply(_ event: DomainEvent, position: UInt64, time: Int64) {
         switch event {
