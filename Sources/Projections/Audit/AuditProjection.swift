@@ -27,10 +27,10 @@ struct AuditProjection {
     var count: Int { timeOf.count }
 
     mutating func reserve(records count: Int) {
-        actorOf.reserveCapacity(actorOf.count + count)
-        typeOf.reserveCapacity(typeOf.count + count)
-        timeOf.reserveCapacity(timeOf.count + count)
-        previousOfActor.reserveCapacity(previousOfActor.count + count)
+        actorOf.reserveCapacityInHugePages(actorOf.count + count)
+        typeOf.reserveCapacityInHugePages(typeOf.count + count)
+        timeOf.reserveCapacityInHugePages(timeOf.count + count)
+        previousOfActor.reserveCapacityInHugePages(previousOfActor.count + count)
     }
 
     /// Indexes one record; returns the type's code (see `typeCodes`).

@@ -53,7 +53,7 @@ struct ProjectionState {
         guard count > 10_000 else { return }
         audit.reserve(records: count)
         messageIDs.reserveCapacity(messageIDs.count + count)
-        chat.messages.reserveCapacity(chat.messages.count + count)
+        chat.messages.reserveCapacityInHugePages(chat.messages.count + count)
     }
 
     /// Folds one record: the audit index always, the domain projections when the payload decodes.

@@ -21,8 +21,8 @@ struct Interner {
     /// Makes room for `total` names without regrowing the table (replay knows how many records follow).
     mutating func reserveCapacity(_ total: Int) {
         guard total > names.count else { return }
-        names.reserveCapacity(total)
-        ends.reserveCapacity(total)
+        names.reserveCapacityInHugePages(total)
+        ends.reserveCapacityInHugePages(total)
         var capacity = slots.count
         while capacity < total * 2 { capacity <<= 1 }
         if capacity > slots.count { rebuildSlots(capacity: capacity) }
@@ -162,7 +162,7 @@ struct Interner {
 
     /// Rehashes every name into a table of `capacity` slots (hashes are not kept: growth is rare).
     private mutating func rebuildSlots(capacity: Int) {
-        var table = Array(repeating: Self.empty, count: capacity)
+        var table = [UInt64](hugePagesRepeating: Self.empty, count: capacity)
         let mask = capacity - 1
         utf8.withUnsafeBytes { all in
             var start = 0
