@@ -13,8 +13,10 @@ import Testing
         for (index, (type, payload)) in payloads.enumerated() {
             let position = UInt64(index + 1)
             let time = baseTime + Int64(index)
-            fromBytes.fold(type: type, payload: payload, position: position, time: time, actor: "a")
-            let code = fromEvents.audit.record(position: position, time: time, actor: "a", type: type)
+            // Actors: sometimes the sender or reader (as in any log), sometimes someone else.
+            let actor = index % 3 == 0 ? "a" : index % 3 == 1 ? "ann" : "bøb"
+            fromBytes.fold(type: type, payload: payload, position: position, time: time, actor: actor)
+            let code = fromEvents.audit.record(position: position, time: time, actor: actor, type: type)
             fromEvents.position = position
             if code >= 0, let event = try? DomainEvent.decode(code: code, payload: payload) {
                 fromEvents.apply(event, position: position, time: time)

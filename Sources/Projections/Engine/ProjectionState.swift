@@ -17,6 +17,10 @@ struct ProjectionState {
     var activities = ActivitiesProjection()
     var gratitude = GratitudeProjection()
     var audit = AuditProjection()
+    /// Per user, their index among the audit's actors, or -1 until the fold has seen them act (a cache,
+    /// not state: left out of snapshots and digests). A message's actor is nearly always its sender, so
+    /// the fold finds the actor here, by the sender's index, instead of looking the actor's id up again.
+    var auditActorOfUser: [Int32] = []
 
     init() {}
 
@@ -30,6 +34,7 @@ struct ProjectionState {
     private mutating func added(_ interned: (index: Int32, isNew: Bool)) -> Int32 {
         let (index, isNew) = interned
         if isNew {
+            auditActorOfUser.append(-1)
             accounts.addUser()
             graph.addUser()
             chat.addUser()
@@ -64,16 +69,28 @@ struct ProjectionState {
     }
 
     mutating func fold(type: String, payload: [UInt8], position: UInt64, time: Int64, actor: String) {
-        let code = audit.record(position: position, time: time, actor: actor, type: type)
+        let (typeIndex, code) = audit.type(type)
         self.position = position
         // A record this build cannot decode stays in the audit index and changes nothing else.
         switch code {
-        case DomainEvent.messageSentCode: foldMessageSent(payload, position: position, time: time)
-        case DomainEvent.messagesReadCode: foldMessagesRead(payload)
+        case DomainEvent.messageSentCode:
+            let acting = foldMessageSent(payload, actor: actor, position: position, time: time)
+            audit.append(position: position, time: time, actor: auditActor(actor, user: acting), type: typeIndex)
+        case DomainEvent.messagesReadCode:
+            let acting = foldMessagesRead(payload, actor: actor)
+            audit.append(position: position, time: time, actor: auditActor(actor, user: acting), type: typeIndex)
         default:
+            audit.append(position: position, time: time, actor: audit.actor(actor), type: typeIndex)
             guard code >= 0, let event = try? DomainEvent.decode(code: code, payload: payload) else { return }
             apply(event, position: position, time: time)
         }
+    }
+
+    /// The audit's index of `actor`; `user` is the index of the user whose id `actor` is, when known.
+    private mutating func auditActor(_ actor: String, user: Int32?) -> Int32 {
+        guard let user else { return audit.actor(actor) }
+        if auditActorOfUser[Int(user)] < 0 { auditActorOfUser[Int(user)] = audit.actor(actor) }
+        return auditActorOfUser[Int(user)]
     }
 
     /// Folds an already-decoded event into the domain projections (not the audit index).
@@ -229,6 +246,7 @@ extension ProjectionState {
             state.messageIDs = try Interner(reading: &reader)
             state.activityIDs = try Interner(reading: &reader)
             let userCount = state.users.count
+            state.auditActorOfUser = Array(repeating: -1, count: userCount)
             state.accounts = try AccountsProjection(reading: &reader)
             state.graph = try GraphProjection(reading: &reader)
             state.chat = try ChatProjection(reading: &reader, userCount: userCount)
