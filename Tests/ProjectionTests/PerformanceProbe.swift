@@ -142,15 +142,11 @@ struct PerformanceProbe {
         do {
             let log = try EventLog.open(directory: directory, configuration: testConfiguration)
             for round in 0..<4 {
-                for (threshold, decodeAhead) in [(UInt64.max, false), (0, false), (0, true)] {
-                    let elapsed = try clock.measure {
-                        var state = ProjectionState()
-                        try Engine.fold(log: log, into: &state, pipelineThreshold: threshold, decodeAhead: decodeAhead)
-                    }
-                    print(
-                        "PERF round \(round) replay from the log, threshold \(threshold) decodeAhead \(decodeAhead): \(elapsed)"
-                    )
+                let elapsed = try clock.measure {
+                    var state = ProjectionState()
+                    try Engine.fold(log: log, into: &state)
                 }
+                print("PERF round \(round) replay from the log: \(elapsed)")
             }
             try log.close()
         }

@@ -27,37 +27,49 @@ struct AuditProjection {
     var count: Int { timeOf.count }
 
     mutating func reserve(records count: Int) {
-        actorOf.reserveCapacity(actorOf.count + count)
-        typeOf.reserveCapacity(typeOf.count + count)
-        timeOf.reserveCapacity(timeOf.count + count)
-        previousOfActor.reserveCapacity(previousOfActor.count + count)
+        actorOf.reserveCapacityInHugePages(actorOf.count + count)
+        typeOf.reserveCapacityInHugePages(typeOf.count + count)
+        timeOf.reserveCapacityInHugePages(timeOf.count + count)
+        previousOfActor.reserveCapacityInHugePages(previousOfActor.count + count)
     }
 
     /// Indexes one record; returns the type's code (see `typeCodes`).
     @discardableResult
     mutating func record(position: UInt64, time: Int64, actor: String, type: String) -> Int {
-        precondition(position == UInt64(timeOf.count) + 1, "the audit index folds dense positions")
-        let a = actors.intern(actor)
-        if a.isNew { lastOfActor.append(0) }
+        let t = self.type(type)
+        append(position: position, time: time, actor: self.actor(actor), type: t.index)
+        return t.code
+    }
+
+    /// The index of event type `type`, interning it when new, and its code (see `typeCodes`).
+    mutating func type(_ type: String) -> (index: Int32, code: Int) {
         // Runs of one type are common (messages): skip the hash for a repeat.
-        let t: (index: Int32, isNew: Bool)
-        if lastType.index >= 0, type == lastType.name {
-            t = (lastType.index, false)
-        } else {
-            t = types.intern(type)
-            lastType = (type, t.index)
-        }
+        if lastType.index >= 0, type == lastType.name { return (lastType.index, typeCodes[Int(lastType.index)]) }
+        let t = types.intern(type)
+        lastType = (type, t.index)
         if t.isNew {
             byType.append([])
             typeCodes.append(DomainEvent.typeNames.firstIndex(of: type) ?? -1)
         }
-        actorOf.append(a.index)
-        typeOf.append(t.index)
+        return (t.index, typeCodes[Int(t.index)])
+    }
+
+    /// The index of `actor`, interning it when new.
+    mutating func actor(_ actor: String) -> Int32 {
+        let a = actors.intern(actor)
+        if a.isNew { lastOfActor.append(0) }
+        return a.index
+    }
+
+    /// Indexes the record at `position` (the next one) with an actor and a type already interned.
+    mutating func append(position: UInt64, time: Int64, actor: Int32, type: Int32) {
+        precondition(position == UInt64(timeOf.count) + 1, "the audit index folds dense positions")
+        actorOf.append(actor)
+        typeOf.append(type)
         timeOf.append(time)
-        previousOfActor.append(lastOfActor[Int(a.index)])
-        lastOfActor[Int(a.index)] = position
-        byType[Int(t.index)].append(position)
-        return typeCodes[Int(t.index)]
+        previousOfActor.append(lastOfActor[Int(actor)])
+        lastOfActor[Int(actor)] = position
+        byType[Int(type)].append(position)
     }
 
     /// Positions matching every given filter, ascending, at most `limit`.

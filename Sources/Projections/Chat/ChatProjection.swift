@@ -24,22 +24,24 @@ struct RoomRecord: Equatable {
     func memberIndex(_ user: Int32) -> Int? { members.firstIndex { $0.user == user } }
 }
 
-/// One message, with its latest body.
+/// One message, with its latest body. The small fields come first so that the record packs into 56 bytes
+/// (replay writes one per message: a million of them for a million-event chat log).
 struct MessageRecord: Equatable {
     var room: Int32
     var sender: Int32
-    var kind: MessageKind
-    var body: String?
     /// Index into ``ChatProjection/media``, or -1: media sit in a side table to keep this record small.
     var media: Int32 = -1
-    var replyTo: String?
-    var time: Int64
-    var position: UInt64
-    var isEdited = false
-    var isDeleted = false
+    /// Index into ``ChatProjection/replies`` (the id replied to), or -1; a side table for the same reason.
+    var replyTo: Int32 = -1
     /// The message before this one in the same room, or -1. A linked list instead of a per-room array:
     /// the fold then touches one room record per message instead of a room record and an array buffer.
     var previous: Int32 = -1
+    var kind: MessageKind
+    var isEdited = false
+    var isDeleted = false
+    var body: String?
+    var time: Int64
+    var position: UInt64
 }
 
 /// Rooms, membership with read markers and unread counts, messages, and each user's set of rooms.
@@ -52,6 +54,8 @@ struct ChatProjection {
     var messages: [MessageRecord] = []
     /// Media of image and video messages (deleted ones keep their slot, unreferenced).
     var media: [Media] = []
+    /// The ids that messages reply to, as given (they need not name a known message).
+    var replies: [String] = []
     /// The rooms each user is a member of now (derived from room members).
     var userRooms: [Set<Int32>] = []
     /// Direct room per unordered pair of users (derived).
@@ -94,18 +98,26 @@ struct ChatProjection {
         userRooms[Int(user)].remove(room)
     }
 
-    mutating func sent(_ event: MessageSent, message: Int32, room: Int32, sender: Int32, position: UInt64, time: Int64)
-    {
+    /// Adds message `message` (the caller interned it as new) with the fields of its `MessageSent`.
+    mutating func sent(
+        message: Int32, room: Int32, sender: Int32, kind: MessageKind, body: String?, media attached: Media?,
+        replyTo: String?, position: UInt64, time: Int64
+    ) {
         precondition(Int(message) == messages.count, "messages are added in interning order")
         var mediaIndex: Int32 = -1
-        if let attached = event.media {
+        if let attached {
             mediaIndex = Int32(media.count)
             media.append(attached)
         }
+        var replyIndex: Int32 = -1
+        if let replyTo {
+            replyIndex = Int32(replies.count)
+            replies.append(replyTo)
+        }
         messages.append(
             MessageRecord(
-                room: room, sender: sender, kind: event.kind, body: event.body, media: mediaIndex,
-                replyTo: event.replyTo?.rawValue, time: time, position: position))
+                room: room, sender: sender, media: mediaIndex, replyTo: replyIndex, kind: kind, body: body, time: time,
+                position: position))
         let r = Int(room)
         messages[Int(message)].previous = rooms[r].lastMessage
         rooms[r].lastMessage = message
@@ -194,7 +206,7 @@ struct ChatProjection {
             writer.optionalString(message.body)
             writer.bool(message.media >= 0)
             if message.media >= 0 { media[Int(message.media)].write(to: &writer) }
-            writer.optionalString(message.replyTo)
+            writer.optionalString(message.replyTo >= 0 ? replies[Int(message.replyTo)] : nil)
             writer.signed(message.time)
             writer.varint(message.position)
             writer.byte((message.isEdited ? 1 : 0) | (message.isDeleted ? 2 : 0))
@@ -238,16 +250,20 @@ struct ChatProjection {
                 mediaIndex = Int32(media.count)
                 media.append(try Media(reading: &reader))
             }
-            let replyTo = try reader.optionalString()
+            var replyIndex: Int32 = -1
+            if let replyTo = try reader.optionalString() {
+                replyIndex = Int32(replies.count)
+                replies.append(replyTo)
+            }
             let time = try reader.signed()
             let position = try reader.varint()
             let flags = try reader.byte()
             guard room >= 0, Int(room) < roomCount else { throw ByteReaderError(description: "bad room index \(room)") }
             messages.append(
                 MessageRecord(
-                    room: room, sender: sender, kind: kind, body: body, media: mediaIndex, replyTo: replyTo, time: time,
-                    position: position, isEdited: flags & 1 != 0, isDeleted: flags & 2 != 0,
-                    previous: rooms[Int(room)].lastMessage))
+                    room: room, sender: sender, media: mediaIndex, replyTo: replyIndex,
+                    previous: rooms[Int(room)].lastMessage, kind: kind, isEdited: flags & 1 != 0,
+                    isDeleted: flags & 2 != 0, body: body, time: time, position: position))
             rooms[Int(room)].lastMessage = Int32(index)
         }
     }

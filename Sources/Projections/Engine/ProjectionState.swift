@@ -17,13 +17,24 @@ struct ProjectionState {
     var activities = ActivitiesProjection()
     var gratitude = GratitudeProjection()
     var audit = AuditProjection()
+    /// Per user, their index among the audit's actors, or -1 until the fold has seen them act (a cache,
+    /// not state: left out of snapshots and digests). A message's actor is nearly always its sender, so
+    /// the fold finds the actor here, by the sender's index, instead of looking the actor's id up again.
+    var auditActorOfUser: [Int32] = []
 
     init() {}
 
     /// The index of `user`, interning it (and growing every per-user array) when new.
-    mutating func user(_ id: UserID) -> Int32 {
-        let (index, isNew) = users.intern(id.rawValue)
+    mutating func user(_ id: UserID) -> Int32 { added(users.intern(id.rawValue)) }
+
+    /// ``user(_:)`` for the UTF-8 bytes of a user id.
+    mutating func user(utf8 id: UnsafeRawBufferPointer) -> Int32 { added(users.intern(utf8: id)) }
+
+    /// Grows every per-user array when `interned` is a new user; returns its index.
+    private mutating func added(_ interned: (index: Int32, isNew: Bool)) -> Int32 {
+        let (index, isNew) = interned
         if isNew {
+            auditActorOfUser.append(-1)
             accounts.addUser()
             graph.addUser()
             chat.addUser()
@@ -47,7 +58,7 @@ struct ProjectionState {
         guard count > 10_000 else { return }
         audit.reserve(records: count)
         messageIDs.reserveCapacity(messageIDs.count + count)
-        chat.messages.reserveCapacity(chat.messages.count + count)
+        chat.messages.reserveCapacityInHugePages(chat.messages.count + count)
     }
 
     /// Folds one record: the audit index always, the domain projections when the payload decodes.
@@ -58,18 +69,28 @@ struct ProjectionState {
     }
 
     mutating func fold(type: String, payload: [UInt8], position: UInt64, time: Int64, actor: String) {
-        let code = audit.record(position: position, time: time, actor: actor, type: type)
+        let (typeIndex, code) = audit.type(type)
         self.position = position
         // A record this build cannot decode stays in the audit index and changes nothing else.
-        guard code >= 0, let event = try? DomainEvent.decode(code: code, payload: payload) else { return }
-        apply(event, position: position, time: time)
+        switch code {
+        case DomainEvent.messageSentCode:
+            let acting = foldMessageSent(payload, actor: actor, position: position, time: time)
+            audit.append(position: position, time: time, actor: auditActor(actor, user: acting), type: typeIndex)
+        case DomainEvent.messagesReadCode:
+            let acting = foldMessagesRead(payload, actor: actor)
+            audit.append(position: position, time: time, actor: auditActor(actor, user: acting), type: typeIndex)
+        default:
+            audit.append(position: position, time: time, actor: audit.actor(actor), type: typeIndex)
+            guard code >= 0, let event = try? DomainEvent.decode(code: code, payload: payload) else { return }
+            apply(event, position: position, time: time)
+        }
     }
 
-    /// Folds a record whose payload was decoded already (nil: undecodable, audit index only).
-    mutating func fold(_ record: Record, decoded event: DomainEvent?) {
-        audit.record(position: record.position.rawValue, time: record.time, actor: record.actor, type: record.type)
-        position = record.position.rawValue
-        if let event { apply(event, position: position, time: record.time) }
+    /// The audit's index of `actor`; `user` is the index of the user whose id `actor` is, when known.
+    private mutating func auditActor(_ actor: String, user: Int32?) -> Int32 {
+        guard let user else { return audit.actor(actor) }
+        if auditActorOfUser[Int(user)] < 0 { auditActorOfUser[Int(user)] = audit.actor(actor) }
+        return auditActorOfUser[Int(user)]
     }
 
     /// Folds an already-decoded event into the domain projections (not the audit index).
@@ -117,7 +138,9 @@ struct ProjectionState {
             guard let room = rooms.index(of: e.room.rawValue) else { return }
             let (message, isNew) = messageIDs.intern(e.message.rawValue)
             guard isNew else { return }
-            chat.sent(e, message: message, room: room, sender: sender, position: position, time: time)
+            chat.sent(
+                message: message, room: room, sender: sender, kind: e.kind, body: e.body, media: e.media,
+                replyTo: e.replyTo?.rawValue, position: position, time: time)
         case .messageEdited(let e):
             guard let message = messageIDs.index(of: e.message.rawValue) else { return }
             chat.edited(message, body: e.body)
@@ -223,6 +246,7 @@ extension ProjectionState {
             state.messageIDs = try Interner(reading: &reader)
             state.activityIDs = try Interner(reading: &reader)
             let userCount = state.users.count
+            state.auditActorOfUser = Array(repeating: -1, count: userCount)
             state.accounts = try AccountsProjection(reading: &reader)
             state.graph = try GraphProjection(reading: &reader)
             state.chat = try ChatProjection(reading: &reader, userCount: userCount)

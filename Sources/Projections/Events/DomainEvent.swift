@@ -55,6 +55,11 @@ public enum DomainEvent: Sendable, Hashable {
         "GratitudeTagged",
     ]
 
+    /// The ``typeNames`` index of `MessageSent`, which the fold reads straight from its bytes.
+    static let messageSentCode = 12
+    /// The ``typeNames`` index of `MessagesRead`, which the fold reads straight from its bytes.
+    static let messagesReadCode = 15
+
     /// The event type name stored in the log.
     public var typeName: String {
         switch self {

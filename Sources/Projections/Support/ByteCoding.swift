@@ -183,11 +183,14 @@ struct ByteReader: ~Copyable {
 
     mutating func double() throws(ByteReaderError) -> Double { Double(bitPattern: try fixed64()) }
 
-    mutating func string() throws(ByteReaderError) -> String {
+    mutating func string() throws(ByteReaderError) -> String { String(decoding: try utf8(), as: UTF8.self) }
+
+    /// The bytes of a string (``string()`` without making the `String`); valid as long as the reader's bytes.
+    mutating func utf8() throws(ByteReaderError) -> UnsafeRawBufferPointer {
         let length = try count()
         let slice = UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + length)])
         offset += length
-        return String(decoding: slice, as: UTF8.self)
+        return slice
     }
 
     mutating func optionalString() throws(ByteReaderError) -> String? {

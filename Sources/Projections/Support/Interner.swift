@@ -1,108 +1,193 @@
 /// Maps string ids to dense `Int32` indexes in first-seen order, so projections keep their state in arrays.
 ///
-/// An open-addressing table of indexes keyed by a 64-bit FNV-1a hash of the UTF-8 bytes: cheaper than a
-/// `[String: Int32]` on the fold's hot path (no SipHash, no second copy of each key).
+/// An open-addressing table of indexes keyed by a word-at-a-time hash of the UTF-8 bytes, which sit back
+/// to back in one buffer: a probe compares bytes there instead of going through `String`, and the fold can
+/// look ids up straight from a payload's bytes (``intern(utf8:)``) without making a `String` for each.
 struct Interner {
     private(set) var names: [String] = []
-    private var hashes: [UInt64] = []
+    /// The UTF-8 bytes of every name, back to back; name `i` ends at `ends[i]` (and starts where `i - 1` ends).
+    private var utf8: [UInt8] = []
+    private var ends: [Int] = []
     /// Each slot holds the high 32 bits of a name's hash and its index (`tag << 32 | index`), or `empty`;
-    /// the tag settles almost every probe without touching `hashes` or `names` (two cache misses fewer).
+    /// the tag settles almost every probe without touching the bytes (a cache miss fewer).
     /// The count is a power of two, at most half full.
     private var slots: [UInt64] = Array(repeating: Interner.empty, count: 16)
     private static let empty = UInt64.max
 
     init() {}
 
-    init(names: [String]) {
-        self.names = names
-        hashes = names.map(Self.hash)
-        var capacity = 16
-        while capacity < names.count * 2 { capacity <<= 1 }
-        slots = Array(repeating: Self.empty, count: capacity)
-        for index in names.indices { insertSlot(Int32(index), hash: hashes[index]) }
-    }
-
     var count: Int { names.count }
 
     /// Makes room for `total` names without regrowing the table (replay knows how many records follow).
     mutating func reserveCapacity(_ total: Int) {
         guard total > names.count else { return }
-        names.reserveCapacity(total)
-        hashes.reserveCapacity(total)
+        names.reserveCapacityInHugePages(total)
+        ends.reserveCapacityInHugePages(total)
         var capacity = slots.count
         while capacity < total * 2 { capacity <<= 1 }
-        guard capacity > slots.count else { return }
-        slots = Array(repeating: Self.empty, count: capacity)
-        for index in names.indices { insertSlot(Int32(index), hash: hashes[index]) }
+        if capacity > slots.count { rebuildSlots(capacity: capacity) }
     }
 
-    static func hash(_ name: String) -> UInt64 {
-        var h: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in name.utf8 { h = (h ^ UInt64(byte)) &* 0x100_0000_01b3 }
-        // Spread the low bits, which pick the slot.
-        h ^= h >> 29
-        h = h &* 0xbf58_476d_1ce4_e5b9
-        return h ^ (h >> 32)
+    /// A hash of `bytes` read eight at a time, and whether they are all ASCII (every byte below 0x80).
+    /// Only the table uses it (nothing stored depends on it), so it may change between builds.
+    @inline(__always)
+    static func hash(_ bytes: UnsafeRawBufferPointer) -> (hash: UInt64, isASCII: Bool) {
+        var h = 0x9e37_79b9_7f4a_7c15 ^ UInt64(bytes.count)
+        var highBits: UInt64 = 0
+        var offset = 0
+        while offset + 8 <= bytes.count {
+            let word = bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+            highBits |= word
+            h = (h ^ word) &* 0xbf58_476d_1ce4_e5b9
+            h ^= h >> 31
+            offset += 8
+        }
+        if offset < bytes.count {
+            let word = tailWord(bytes, from: offset)
+            highBits |= word
+            h = (h ^ word) &* 0xbf58_476d_1ce4_e5b9
+        }
+        // Finish like SplitMix64, so the low bits (the slot) depend on every byte.
+        h = (h ^ (h >> 30)) &* 0x94d0_49bb_1331_11eb
+        return (h ^ (h >> 31), highBits & 0x8080_8080_8080_8080 == 0)
+    }
+
+    /// The bytes from `offset` (fewer than eight) as one word, read with at most two loads: the last eight
+    /// bytes when there are that many (overlapping bytes already read, which is fine for a hash and for a
+    /// comparison of two runs of the same length), else two overlapping four-byte loads, else bytewise.
+    @inline(__always)
+    static func tailWord(_ bytes: UnsafeRawBufferPointer, from offset: Int) -> UInt64 {
+        if bytes.count >= 8 { return bytes.loadUnaligned(fromByteOffset: bytes.count - 8, as: UInt64.self) }
+        if bytes.count - offset >= 4 {
+            let low = bytes.loadUnaligned(fromByteOffset: offset, as: UInt32.self)
+            let high = bytes.loadUnaligned(fromByteOffset: bytes.count - 4, as: UInt32.self)
+            return UInt64(low) | UInt64(high) << 32
+        }
+        var word: UInt64 = 0
+        for index in offset..<bytes.count { word = word << 8 | UInt64(bytes[index]) }
+        return word
     }
 
     @inline(__always)
     private static func tag(_ hash: UInt64) -> UInt64 { hash & 0xFFFF_FFFF_0000_0000 }
 
-    func index(of name: String) -> Int32? {
-        let h = Self.hash(name)
-        let tag = Self.tag(h)
+    /// The slot holding `bytes`, or the empty slot where they would go, and the index found there.
+    @inline(__always)
+    private func probe(_ bytes: UnsafeRawBufferPointer, hash: UInt64) -> (slot: Int, index: Int32?) {
+        let tag = Self.tag(hash)
         let mask = slots.count - 1
-        var i = Int(truncatingIfNeeded: h) & mask
+        var i = Int(truncatingIfNeeded: hash) & mask
         while true {
             let slot = slots[i]
-            if slot == Self.empty { return nil }
+            if slot == Self.empty { return (i, nil) }
             if slot & 0xFFFF_FFFF_0000_0000 == tag {
                 let index = Int32(truncatingIfNeeded: slot)
-                if names[Int(index)] == name { return index }
+                if storedBytes(of: Int(index), equal: bytes) { return (i, index) }
             }
             i = (i + 1) & mask
         }
     }
 
-    /// The index of `name`, adding it when new; `isNew` tells which.
-    mutating func intern(_ name: String) -> (index: Int32, isNew: Bool) {
-        let h = Self.hash(name)
-        let tag = Self.tag(h)
-        let mask = slots.count - 1
-        var i = Int(truncatingIfNeeded: h) & mask
-        while true {
-            let slot = slots[i]
-            if slot == Self.empty { break }
-            if slot & 0xFFFF_FFFF_0000_0000 == tag {
-                let index = Int32(truncatingIfNeeded: slot)
-                if names[Int(index)] == name { return (index, false) }
+    private func storedBytes(of index: Int, equal bytes: UnsafeRawBufferPointer) -> Bool {
+        let start = index == 0 ? 0 : ends[index - 1]
+        guard ends[index] - start == bytes.count else { return false }
+        return utf8.withUnsafeBytes { all in
+            let stored = UnsafeRawBufferPointer(rebasing: all[start..<(start + bytes.count)])
+            var offset = 0
+            while offset + 8 <= bytes.count {
+                guard
+                    stored.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+                        == bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+                else { return false }
+                offset += 8
             }
-            i = (i + 1) & mask
+            return offset == bytes.count || Self.tailWord(stored, from: offset) == Self.tailWord(bytes, from: offset)
         }
+    }
+
+    func index(of name: String) -> Int32? {
+        var name = name
+        return name.withUTF8 { index(ofUTF8: UnsafeRawBufferPointer($0)) }
+    }
+
+    /// The index of the name whose UTF-8 form is `bytes`, or nil. Bytes that are not valid UTF-8 are read
+    /// the way `String(decoding:as:)` reads them (each bad sequence as U+FFFD), like every other id.
+    func index(ofUTF8 bytes: UnsafeRawBufferPointer) -> Int32? {
+        let (hash, isASCII) = Self.hash(bytes)
+        if !isASCII, let repaired = Self.repaired(bytes) { return index(of: repaired) }
+        return probe(bytes, hash: hash).index
+    }
+
+    /// The index of `name`, adding it when new; `isNew` tells which.
+    @discardableResult
+    mutating func intern(_ name: String) -> (index: Int32, isNew: Bool) {
+        var copy = name
+        return copy.withUTF8 { utf8 in
+            let bytes = UnsafeRawBufferPointer(utf8)
+            let (hash, _) = Self.hash(bytes)
+            return intern(bytes, hash: hash) { name }
+        }
+    }
+
+    /// Like ``intern(_:)`` for the UTF-8 bytes of a name (read as `String(decoding:as:)` reads them); makes
+    /// a `String` only for a new name.
+    mutating func intern(utf8 bytes: UnsafeRawBufferPointer) -> (index: Int32, isNew: Bool) {
+        let (hash, isASCII) = Self.hash(bytes)
+        if !isASCII, let repaired = Self.repaired(bytes) { return intern(repaired) }
+        return intern(bytes, hash: hash) { String(decoding: bytes, as: UTF8.self) }
+    }
+
+    /// The `String` that `bytes` decode to when it differs from them (invalid UTF-8), else nil.
+    private static func repaired(_ bytes: UnsafeRawBufferPointer) -> String? {
+        let name = String(decoding: bytes, as: UTF8.self)
+        return name.utf8.elementsEqual(bytes) ? nil : name
+    }
+
+    private mutating func intern(
+        _ bytes: UnsafeRawBufferPointer, hash: UInt64, name: () -> String
+    ) -> (index: Int32, isNew: Bool) {
+        let (slot, found) = probe(bytes, hash: hash)
+        if let found { return (found, false) }
         let index = Int32(names.count)
-        names.append(name)
-        hashes.append(h)
+        names.append(name())
+        utf8.append(contentsOf: bytes)
+        ends.append(utf8.count)
         if names.count * 2 > slots.count {
-            slots = Array(repeating: Self.empty, count: slots.count * 2)
-            for existing in 0..<names.count { insertSlot(Int32(existing), hash: hashes[existing]) }
+            rebuildSlots(capacity: slots.count * 2)
         } else {
-            slots[i] = tag | UInt64(UInt32(bitPattern: index))
+            slots[slot] = Self.tag(hash) | UInt64(UInt32(bitPattern: index))
         }
         return (index, true)
     }
 
-    private mutating func insertSlot(_ index: Int32, hash: UInt64) {
-        let mask = slots.count - 1
-        var i = Int(truncatingIfNeeded: hash) & mask
-        while slots[i] != Self.empty { i = (i + 1) & mask }
-        slots[i] = Self.tag(hash) | UInt64(UInt32(bitPattern: index))
+    /// Rehashes every name into a table of `capacity` slots (hashes are not kept: growth is rare).
+    private mutating func rebuildSlots(capacity: Int) {
+        var table = [UInt64](hugePagesRepeating: Self.empty, count: capacity)
+        let mask = capacity - 1
+        utf8.withUnsafeBytes { all in
+            var start = 0
+            for index in ends.indices {
+                let (hash, _) = Self.hash(UnsafeRawBufferPointer(rebasing: all[start..<ends[index]]))
+                start = ends[index]
+                var i = Int(truncatingIfNeeded: hash) & mask
+                while table[i] != Self.empty { i = (i + 1) & mask }
+                table[i] = Self.tag(hash) | UInt64(UInt32(bitPattern: Int32(index)))
+            }
+        }
+        slots = table
     }
 
     subscript(index: Int32) -> String { names[Int(index)] }
 
     func write(to writer: inout ByteWriter) { writer.strings(names) }
 
-    init(reading reader: inout ByteReader) throws(ByteReaderError) { self.init(names: try reader.strings()) }
+    init(reading reader: inout ByteReader) throws(ByteReaderError) {
+        let names = try reader.strings()
+        reserveCapacity(names.count)
+        for name in names {
+            guard intern(name).isNew else { throw ByteReaderError(description: "the id '\(name)' is listed twice") }
+        }
+    }
 }
 
 extension ByteWriter {
