@@ -77,7 +77,7 @@ public final class Engine: Sendable {
         state.reserve(records: Int(log.head.rawValue - state.position))
         // Folded in place: on a read error the state is consistent at the last record folded.
         do {
-            try log.forEach(from: Position(state.position + 1)) { record in state.fold(record) }
+            try log.forEachView(from: Position(state.position + 1)) { record in state.fold(record) }
         } catch {
             throw ValidationError(.storage, "reading the log after position \(state.position) failed: \(error)")
         }

@@ -7,35 +7,33 @@
 /// id, so that the audit index can reuse it; nil otherwise, or when the payload does not decode.
 extension ProjectionState {
     /// Folds a `MessageSent` payload (see `apply`'s `.messageSent`).
-    mutating func foldMessageSent(_ payload: [UInt8], actor: String, position: UInt64, time: Int64) -> Int32? {
-        payload.withUnsafeBytes { raw -> Int32? in
-            var reader = ByteReader(raw)
-            guard let e = try? MessageSentBytes(reading: &reader) else { return nil }
-            let sender = user(utf8: e.sender)
-            let acting = Self.isID(actor, e.sender) ? sender : nil
-            guard let room = rooms.index(ofUTF8: e.room) else { return acting }
-            let (message, isNew) = messageIDs.intern(utf8: e.message)
-            guard isNew else { return acting }
-            chat.sent(
-                message: message, room: room, sender: sender, kind: e.kind, body: e.body, media: e.media,
-                replyTo: e.replyTo, position: position, time: time)
-            return acting
-        }
+    mutating func foldMessageSent(_ payload: UnsafeRawBufferPointer, actor: String, position: UInt64, time: Int64)
+        -> Int32?
+    {
+        var reader = ByteReader(payload)
+        guard let e = try? MessageSentBytes(reading: &reader) else { return nil }
+        let sender = user(utf8: e.sender)
+        let acting = Self.isID(actor, e.sender) ? sender : nil
+        guard let room = rooms.index(ofUTF8: e.room) else { return acting }
+        let (message, isNew) = messageIDs.intern(utf8: e.message)
+        guard isNew else { return acting }
+        chat.sent(
+            message: message, room: room, sender: sender, kind: e.kind, body: e.body, media: e.media,
+            replyTo: e.replyTo, position: position, time: time)
+        return acting
     }
 
     /// Folds a `MessagesRead` payload (see `apply`'s `.messagesRead`).
-    mutating func foldMessagesRead(_ payload: [UInt8], actor: String) -> Int32? {
-        payload.withUnsafeBytes { raw -> Int32? in
-            var reader = ByteReader(raw)
-            guard let e = try? MessagesReadBytes(reading: &reader) else { return nil }
-            let user = user(utf8: e.user)
-            let acting = Self.isID(actor, e.user) ? user : nil
-            guard let room = rooms.index(ofUTF8: e.room), let message = messageIDs.index(ofUTF8: e.upTo),
-                chat.messages[Int(message)].room == room
-            else { return acting }
-            chat.read(room: room, user: user, upTo: message)
-            return acting
-        }
+    mutating func foldMessagesRead(_ payload: UnsafeRawBufferPointer, actor: String) -> Int32? {
+        var reader = ByteReader(payload)
+        guard let e = try? MessagesReadBytes(reading: &reader) else { return nil }
+        let user = user(utf8: e.user)
+        let acting = Self.isID(actor, e.user) ? user : nil
+        guard let room = rooms.index(ofUTF8: e.room), let message = messageIDs.index(ofUTF8: e.upTo),
+            chat.messages[Int(message)].room == room
+        else { return acting }
+        chat.read(room: room, user: user, upTo: message)
+        return acting
     }
 
     /// Whether `actor` is the id whose UTF-8 bytes are `bytes` (bytes that are not valid UTF-8 never are).

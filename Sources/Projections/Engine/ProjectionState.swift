@@ -63,12 +63,25 @@ struct ProjectionState {
 
     /// Folds one record: the audit index always, the domain projections when the payload decodes.
     mutating func fold(_ record: Record) {
+        record.payload.withUnsafeBytes { payload in
+            fold(
+                type: record.type, payload: payload, position: record.position.rawValue, time: record.time,
+                actor: record.actor)
+        }
+    }
+
+    /// ``fold(_:)`` for a record read in place (replay reads the log this way: no payload copy per record).
+    mutating func fold(_ view: RecordView) {
         fold(
-            type: record.type, payload: record.payload, position: record.position.rawValue, time: record.time,
-            actor: record.actor)
+            type: view.type, payload: view.payload, position: view.position.rawValue, time: view.time, actor: view.actor
+        )
     }
 
     mutating func fold(type: String, payload: [UInt8], position: UInt64, time: Int64, actor: String) {
+        payload.withUnsafeBytes { fold(type: type, payload: $0, position: position, time: time, actor: actor) }
+    }
+
+    mutating func fold(type: String, payload: UnsafeRawBufferPointer, position: UInt64, time: Int64, actor: String) {
         let (typeIndex, code) = audit.type(type)
         self.position = position
         // A record this build cannot decode stays in the audit index and changes nothing else.
@@ -81,7 +94,7 @@ struct ProjectionState {
             audit.append(position: position, time: time, actor: auditActor(actor, user: acting), type: typeIndex)
         default:
             audit.append(position: position, time: time, actor: audit.actor(actor), type: typeIndex)
-            guard code >= 0, let event = try? DomainEvent.decode(code: code, payload: payload) else { return }
+            guard code >= 0, let event = try? DomainEvent.decode(code: code, payload: Array(payload)) else { return }
             apply(event, position: position, time: time)
         }
     }
