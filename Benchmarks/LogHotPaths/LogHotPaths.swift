@@ -51,7 +51,7 @@ let benchmarks: @Sendable () -> Void = {
         thresholds: [.mallocCountTotal: .init(relative: [.p90: 5], absolute: [.p90: 20])])
 
     Benchmark("encode-batch-300-messages") { benchmark in
-        var probe = BatchCodecProbe(records: sampleRecords())
+        var probe = try BatchCodecProbe(records: sampleRecords())
         var out: [UInt8] = []
         out.reserveCapacity(128 << 10)
         benchmark.startMeasurement()
@@ -59,7 +59,7 @@ let benchmarks: @Sendable () -> Void = {
     }
 
     Benchmark("lz4-compress-64KiB-block") { benchmark in
-        var probe = BatchCodecProbe(records: sampleRecords())
+        var probe = try BatchCodecProbe(records: sampleRecords())
         var batch: [UInt8] = []
         _ = try probe.encodeBatch(into: &batch)
         guard let block = BatchCodecProbe.uncompressedBlock(ofBatch: batch) else {
@@ -72,7 +72,7 @@ let benchmarks: @Sendable () -> Void = {
     }
 
     Benchmark("decode-batch-300-messages") { benchmark in
-        var probe = BatchCodecProbe(records: sampleRecords())
+        var probe = try BatchCodecProbe(records: sampleRecords())
         var batch: [UInt8] = []
         _ = try probe.encodeBatch(into: &batch)
         benchmark.startMeasurement()

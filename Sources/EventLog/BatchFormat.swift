@@ -100,16 +100,16 @@ struct BatchHeader: Equatable, Sendable {
     }
 }
 
-/// A record with everything assigned, ready to encode: the producer's record (by pointer, into the buffer of
-/// the ``AppendRequest`` that holds it) and what the writer assigned.
+/// A record with everything assigned, ready to encode: the producer's record (by pointer, into the
+/// ``StagedRecords`` of the ``AppendRequest`` that holds it) and what the writer assigned.
 ///
 /// Only valid while the request lives: the writer keeps the group's requests until their batches are encoded.
 struct PendingRecord {
-    let record: UnsafePointer<ProposedRecord>
+    let record: UnsafePointer<StagedRecord>
     var time: Int64
     var streamVersion: UInt64
 
-    init(_ record: UnsafePointer<ProposedRecord>, time: Int64, streamVersion: UInt64) {
+    init(_ record: UnsafePointer<StagedRecord>, time: Int64, streamVersion: UInt64) {
         self.record = record
         self.time = time
         self.streamVersion = streamVersion
@@ -133,7 +133,7 @@ struct BatchEncoder: ~Copyable {
     /// core gets the same share (three 64 KiB batches on two cores would leave one core idle half the time).
     func batchRanges(_ records: [PendingRecord], batchSize: Int) -> [Range<Int>] {
         func size(_ record: PendingRecord) -> Int {
-            record.record.pointee.payload.count + record.record.pointee.stream.rawValue.utf8.count + 40
+            record.record.pointee.payload.count + record.record.pointee.stream.utf8.count + 40
         }
         let total = records.reduce(0) { $0 + size($1) }
         var target = batchSize

@@ -52,15 +52,14 @@ final class BlockEncoder {
                 out.storeBytes(of: records[index].record.pointee.id.low.bigEndian, toByteOffset: 8, as: UInt64.self)
                 out += 16
                 out = Self.varint(UInt64(bitPattern: records[index].time &- minTime), at: out)
-                out = Self.varint(UInt64(names.intern(records[index].record.pointee.stream.rawValue)), at: out)
+                out = Self.varint(UInt64(names.intern(records[index].record.pointee.stream)), at: out)
                 out = Self.varint(records[index].streamVersion, at: out)
                 out = Self.varint(UInt64(names.intern(records[index].record.pointee.type)), at: out)
                 out = Self.varint(UInt64(names.intern(records[index].record.pointee.actor)), at: out)
-                out = records[index].record.pointee.payload.withUnsafeBytes { payload in
-                    let next = Self.varint(UInt64(payload.count), at: out)
-                    if let source = payload.baseAddress { next.copyMemory(from: source, byteCount: payload.count) }
-                    return next + payload.count
-                }
+                let payload = records[index].record.pointee.payload
+                out = Self.varint(UInt64(payload.count), at: out)
+                if let source = payload.baseAddress { out.copyMemory(from: source, byteCount: payload.count) }
+                out += payload.count
             }
             return out - area.baseAddress!
         }

@@ -6,33 +6,23 @@ import Synchronization
     import Glibc
 #endif
 
-/// One append call waiting for the writer.
+/// One append call waiting for the writer: its records, staged (checked and copied flat) on the producer's
+/// thread, and the completion to call once they are durable or rejected.
 ///
-/// The records are copied into a buffer the request owns, so the writer can point at them (``PendingRecord``)
-/// for as long as it holds the request: copying them again on the writer thread would retain each payload
-/// there, a cache miss per record on objects the producer's core just wrote.
-///
-/// `@unchecked Sendable`: `records` never changes; the completion runs exactly once, on the thread that
-/// finishes the call.
+/// `@unchecked Sendable`: `staged` never changes after init; `result` is written by the writer before the
+/// request reaches the syncer and read only after; the completion runs exactly once.
 final class AppendRequest: @unchecked Sendable {
-    private let storage: UnsafeMutableBufferPointer<ProposedRecord>
+    let staged: StagedRecords
     let completion: @Sendable (Result<AppendResult, EventLogError>) -> Void
     var result: AppendResult?
-    let estimatedBytes: Int
 
     /// The records, in the order given; valid while the request lives.
-    var records: UnsafeBufferPointer<ProposedRecord> { UnsafeBufferPointer(storage) }
+    var records: UnsafeBufferPointer<StagedRecord> { UnsafeBufferPointer(staged.records) }
+    var estimatedBytes: Int { staged.estimatedBytes }
 
-    init(records: [ProposedRecord], completion: @escaping @Sendable (Result<AppendResult, EventLogError>) -> Void) {
-        storage = .allocate(capacity: records.count)
-        _ = storage.initialize(from: records)
+    init(staged: StagedRecords, completion: @escaping @Sendable (Result<AppendResult, EventLogError>) -> Void) {
+        self.staged = staged
         self.completion = completion
-        estimatedBytes = records.reduce(0) { $0 + $1.payload.count + $1.stream.rawValue.utf8.count + 48 }
-    }
-
-    deinit {
-        storage.deinitialize()
-        storage.deallocate()
     }
 }
 
@@ -148,7 +138,14 @@ extension EventLog {
             completion(.failure(EventLogError(.emptyAppend, "an append needs at least one record")))
             return
         }
-        let request = AppendRequest(records: records, completion: completion)
+        let staged: StagedRecords
+        switch StagedRecords.stage(records) {
+        case .success(let records): staged = records
+        case .failure(let problem):
+            completion(.failure(problem))
+            return
+        }
+        let request = AppendRequest(staged: staged, completion: completion)
         writer.queueCondition.lock()
         if writer.isClosing {
             writer.queueCondition.unlock()
@@ -217,7 +214,7 @@ extension EventLog {
         var pending: [PendingRecord] = []
         var accepted: [AppendRequest] = []
         var rejected: [(AppendRequest, EventLogError)] = []
-        var undo: [UnsafePointer<ProposedRecord>] = []
+        var undo: [UnsafePointer<StagedRecord>] = []
         let now = currentTimeMilliseconds()
         let failure: EventLogError? = state.withLock { index in
             if let failure = index.failure { return failure }
@@ -287,7 +284,7 @@ extension EventLog {
         } catch {
             state.withLock { index in
                 for record in undo.reversed() {
-                    let (id, stream, type) = (record.pointee.id, record.pointee.stream.rawValue, record.pointee.type)
+                    let (id, stream, type) = (record.pointee.id, record.pointee.stream, record.pointee.type)
                     index.ids.remove(id)
                     index.streams.removeLast(from: stream)
                     index.typeCounts[type, default: 1] -= 1
@@ -304,15 +301,14 @@ extension EventLog {
     /// record: this loop held three quarters of the writer's time when it used scratch dictionaries.
     private func assign(
         _ request: AppendRequest, now: Int64, index: inout LogIndex, pending: inout [PendingRecord],
-        undo: inout [UnsafePointer<ProposedRecord>]
+        undo: inout [UnsafePointer<StagedRecord>]
     ) -> Result<AppendResult, EventLogError> {
-        // Index loops over a buffer: iterating the array by value would retain and release every record's
-        // strings and payload (this loop runs for every record appended).
+        // Index loops over a buffer: iterating by value would copy every record's strings.
         let records = request.records
         var needsChecks = false
-        for number in records.indices {
-            if let problem = EventLog.check(records[number], number: number) { return .failure(problem) }
-            needsChecks = needsChecks || records[number].expectedVersion != nil
+        for number in records.indices where records[number].expectedVersion != nil {
+            needsChecks = true
+            break
         }
         if needsChecks { return assignChecked(request, now: now, index: &index, pending: &pending, undo: &undo) }
         var positions: [Position] = []
@@ -333,7 +329,7 @@ extension EventLog {
                 duplicates.append(true)
                 continue
             }
-            let version = index.streams.append(next, to: record.pointee.stream.rawValue)
+            let version = index.streams.append(next, to: record.pointee.stream)
             if record.pointee.type != runType {
                 if runLength > 0 { index.typeCounts[runType, default: 0] += runLength }
                 runType = record.pointee.type
@@ -349,30 +345,11 @@ extension EventLog {
         return .success(AppendResult(positions: positions, wasDuplicate: duplicates))
     }
 
-    /// The checks that need no index: names and size. Nil when the record passes.
-    static func check(_ record: ProposedRecord, number: Int) -> EventLogError? {
-        let stream = record.stream.rawValue
-        if stream.isEmpty {
-            return EventLogError(.emptyName, "record \(number) of the append has an empty stream name")
-        }
-        if record.type.isEmpty {
-            return EventLogError(.emptyName, "record \(number) of the append has an empty type name")
-        }
-        let size = record.payload.count + stream.utf8.count + record.type.utf8.count + record.actor.utf8.count + 40
-        if size > EventLog.maximumRecordSize {
-            return EventLogError(
-                .recordTooLarge,
-                "record \(number) of the append is \(size) bytes; the limit is \(EventLog.maximumRecordSize) "
-                    + "(1 MiB) per record")
-        }
-        return nil
-    }
-
     /// ``assign`` for requests with expected versions: checks every record against the indexes and the
     /// request's own earlier records before changing anything, so a mismatch leaves no trace.
     private func assignChecked(
         _ request: AppendRequest, now: Int64, index: inout LogIndex, pending: inout [PendingRecord],
-        undo: inout [UnsafePointer<ProposedRecord>]
+        undo: inout [UnsafePointer<StagedRecord>]
     ) -> Result<AppendResult, EventLogError> {
         var positions: [Position] = []
         var duplicates: [Bool] = []
@@ -387,7 +364,7 @@ extension EventLog {
                 duplicates.append(true)
                 continue
             }
-            let stream = record.stream.rawValue
+            let stream = record.stream
             let current = localVersions[stream] ?? UInt64(index.streams[stream]?.count ?? 0)
             if let expected = record.expectedVersion {
                 let holds: Bool
@@ -414,7 +391,7 @@ extension EventLog {
         for pending in fresh {
             let record = pending.record.pointee
             index.ids.lookupOrInsert(record.id, position)
-            index.streams.append(position, to: record.stream.rawValue)
+            index.streams.append(position, to: record.stream)
             index.typeCounts[record.type, default: 0] += 1
             undo.append(pending.record)
             position += 1
@@ -509,10 +486,10 @@ extension EventLog {
 
     /// Makes records up to `position` visible to readers and wakes subscribers.
     private func commit(through position: UInt64, digest: [UInt8]) {
-        state.withLock { index in
-            if position > index.committed {
-                index.committed = position
-                index.committedDigest = digest
+        committed.withLock { head in
+            if position > head.position {
+                head.position = position
+                head.digest = digest
             }
         }
         notifier.notify()

@@ -6,23 +6,19 @@
 @_spi(Benchmarking) public struct BatchCodecProbe: ~Copyable {
     private var encoder = BatchEncoder()
     private let compressor = LZ4Compressor()
-    private let records: UnsafeMutableBufferPointer<ProposedRecord>
+    private let staged: StagedRecords
     private let pending: [PendingRecord]
 
     /// Prepares `records` (version 1 each, times as given or 0) for repeated encoding.
-    public init(records: [ProposedRecord]) {
-        let storage = UnsafeMutableBufferPointer<ProposedRecord>.allocate(capacity: records.count)
-        _ = storage.initialize(from: records)
-        self.records = storage
-        pending = storage.indices.map { number in
+    /// - Throws: what an append of them would throw before reaching the writer (empty names, size).
+    public init(records: [ProposedRecord]) throws(EventLogError) {
+        let staged = try StagedRecords.stage(records).get()
+        self.staged = staged
+        pending = staged.records.indices.map { number in
             PendingRecord(
-                UnsafePointer(storage.baseAddress! + number), time: records[number].time ?? 0, streamVersion: 1)
+                UnsafePointer(staged.records.baseAddress! + number), time: records[number].time ?? 0,
+                streamVersion: 1)
         }
-    }
-
-    deinit {
-        records.deinitialize()
-        records.deallocate()
     }
 
     /// Encodes all the records as one batch (header, interned names, LZ4 block, CRC, chain digest) into `out`,

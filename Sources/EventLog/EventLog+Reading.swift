@@ -66,13 +66,14 @@ extension EventLog {
         let start = max(from.rawValue, 1)
         var batchNumber: Int? = state.withLock { $0.batchIndex(holding: start) }
         while let number = batchNumber {
+            let committed = committedPosition
             guard
-                let (location, file, committed) = state.withLock({ index -> (BatchLocation, FileDescriptor, UInt64)? in
-                    guard number < index.batches.count, index.batches[number].firstPosition <= index.committed else {
+                let (location, file) = state.withLock({ index -> (BatchLocation, FileDescriptor)? in
+                    guard number < index.batches.count, index.batches[number].firstPosition <= committed else {
                         return nil
                     }
                     let location = index.batches[number]
-                    return (location, index.segments[Int(location.segment)].file, index.committed)
+                    return (location, index.segments[Int(location.segment)].file)
                 })
             else { return }
             let (header, block) = try loadBlock(location, file: file, useCache: useCache)
@@ -101,10 +102,11 @@ extension EventLog {
         var slotsByBatch: [Int: [Int: [Int]]] = [:]
         var batchOrder: [Int] = []
         var locations: [Int: (BatchLocation, FileDescriptor)] = [:]
+        let committed = committedPosition
         state.withLock { index in
             for (slot, position) in positions.enumerated() {
                 let raw = position.rawValue
-                guard raw >= 1, raw <= index.committed, let number = index.batchIndex(holding: raw) else { continue }
+                guard raw >= 1, raw <= committed, let number = index.batchIndex(holding: raw) else { continue }
                 let location = index.batches[number]
                 if slotsByBatch[number] == nil {
                     batchOrder.append(number)
@@ -138,12 +140,13 @@ extension EventLog {
     public func readStream(_ stream: StreamName, from version: StreamVersion = StreamVersion(1), limit: Int = .max)
         throws(EventLogError) -> [Record]
     {
+        let committed = committedPosition
         let positions: [Position] = state.withLock { index in
             guard let all = index.streams[stream.rawValue], version.rawValue >= 1 else { return [] }
             let first = Int(min(version.rawValue - 1, UInt64(all.count)))
             var result: [Position] = []
             for position in all[first...] {
-                guard position <= index.committed, result.count < limit else { break }
+                guard position <= committed, result.count < limit else { break }
                 result.append(Position(position))
             }
             return result
@@ -153,17 +156,19 @@ extension EventLog {
 
     /// The stream's newest committed version, or nil when the stream has no records.
     public func peekVersion(of stream: StreamName) -> StreamVersion? {
-        state.withLock { index in
+        let committed = committedPosition
+        return state.withLock { index in
             guard let all = index.streams[stream.rawValue] else { return nil }
-            let count = all.prefix { $0 <= index.committed }.count
+            let count = all.prefix { $0 <= committed }.count
             return count == 0 ? nil : StreamVersion(UInt64(count))
         }
     }
 
     /// The committed record with this id, or nil.
     public func lookup(id: EventID) throws(EventLogError) -> Record? {
+        let committed = committedPosition
         let position = state.withLock { index -> UInt64? in
-            guard let position = index.ids[id], position <= index.committed else { return nil }
+            guard let position = index.ids[id], position <= committed else { return nil }
             return position
         }
         guard let position else { return nil }
@@ -173,10 +178,11 @@ extension EventLog {
     /// The position of the first committed record whose batch may hold times at or after `time`
     /// (a time → position index; a lower bound, since imported times need not be in order).
     public func lowerBoundPosition(forTime time: Int64) -> Position {
-        state.withLock { index in
+        let committed = committedPosition
+        return state.withLock { index in
             let number = index.firstBatch(withMaxTimeAtLeast: time)
-            return number < index.batches.count
-                ? Position(index.batches[number].firstPosition) : Position(index.committed + 1)
+            return number < index.batches.count && index.batches[number].firstPosition <= committed
+                ? Position(index.batches[number].firstPosition) : Position(committed + 1)
         }
     }
 

@@ -103,7 +103,7 @@ extension EventLog {
                     }
                     if Task.isCancelled { return nil }
                     let generation = log.notifier.generation
-                    let head = log.state.withLock { $0.committed }
+                    let head = log.committedPosition
                     if next <= head {
                         buffer = try log.read(from: Position(next), limit: 1024)
                         bufferIndex = 0

@@ -30,9 +30,8 @@ extension EventLog {
     /// Checks every committed batch: bounds, CRC, decompression, record decoding, dense positions, the hash
     /// chain and segment footers. Reports every problem rather than stopping at the first.
     public func verify() throws(EventLogError) -> VerificationReport {
-        let (segments, committed) = state.withLock { index in
-            (index.segments.map { ($0.path, $0.length) }, index.committed)
-        }
+        let committed = committedPosition
+        let segments = state.withLock { index in index.segments.map { ($0.path, $0.length) } }
         return try EventLog.verify(segments: segments, through: committed)
     }
 

@@ -80,6 +80,11 @@ public final class EventLog: @unchecked Sendable {
 
     let lockFile: FileDescriptor
     let state: Mutex<LogIndex>
+    /// The newest position whose batch is durable (or written, in buffered mode): what readers may see,
+    /// and the chain digest after it. Its own lock, so that acknowledging a synced group never waits for
+    /// the writer, which holds `state` while it indexes the next group. Read it before taking `state`:
+    /// the index already holds everything up to it.
+    let committed: Mutex<CommittedHead>
     let cache = Mutex(BatchCache())
     let notifier = CommitNotifier()
     let writer: WriterState
@@ -96,6 +101,7 @@ public final class EventLog: @unchecked Sendable {
         self.openReport = report
         self.lockFile = lockFile
         self.state = Mutex(index)
+        self.committed = Mutex(CommittedHead(position: index.committed, digest: index.committedDigest))
         self.writer = writer
     }
 
@@ -164,10 +170,13 @@ public final class EventLog: @unchecked Sendable {
     }
 
     /// The newest committed position (``Position/zero`` when the log is empty).
-    public var head: Position { Position(state.withLock { $0.committed }) }
+    public var head: Position { Position(committedPosition) }
+
+    /// The newest committed position as a number.
+    var committedPosition: UInt64 { committed.withLock { $0.position } }
 
     /// The hash-chain value after the newest committed batch, as 64 hex digits.
-    public var headDigest: String { state.withLock { $0.committedDigest }.hexString }
+    public var headDigest: String { committed.withLock { $0.digest }.hexString }
 
     /// Flushes, writes the index checkpoint and marks the log cleanly closed, so the next open is instant.
     ///
@@ -182,7 +191,10 @@ public final class EventLog: @unchecked Sendable {
         stopThreads()
         notifier.close()
         defer { lockFile.unlock() }
-        let snapshot = state.withLock { $0 }
+        let head = committed.withLock { $0 }
+        var snapshot = state.withLock { $0 }
+        snapshot.committed = head.position
+        snapshot.committedDigest = head.digest
         if let failure = snapshot.failure {
             throw EventLogError(.closed, "log closed after a failure; it will be recovered on open", cause: failure)
         }
@@ -195,12 +207,13 @@ public final class EventLog: @unchecked Sendable {
 
     /// Sizes and counts for `parley stats`.
     public func stats() -> LogStats {
-        state.withLock { index in
+        let head = committed.withLock { $0 }
+        return state.withLock { index in
             LogStats(
-                records: index.committed, segments: index.segments.count,
+                records: head.position, segments: index.segments.count,
                 bytesOnDisk: index.segments.reduce(0) { $0 + $1.length },
                 uncompressedBytes: index.uncompressedBytes, batches: index.batches.count,
-                typeCounts: index.typeCounts, headDigest: index.committedDigest.hexString)
+                typeCounts: index.typeCounts, headDigest: head.digest.hexString)
         }
     }
 }
@@ -283,4 +296,10 @@ func currentTimeMilliseconds() -> Int64 {
     var now = timespec()
     clock_gettime(CLOCK_REALTIME, &now)
     return Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec) / 1_000_000
+}
+
+/// The committed head: the newest position readers may see and the chain digest after its batch.
+struct CommittedHead: Sendable {
+    var position: UInt64
+    var digest: [UInt8]
 }

@@ -34,7 +34,8 @@ struct LogIndex: Sendable {
     /// Stream → positions in version order (version v is at index v - 1).
     var streams = StreamIndex()
     var typeCounts: [String: Int] = [:]
-    /// The newest position whose batch is durable (or written, in buffered mode): what readers may see.
+    /// The newest position whose batch is durable, as recovered or loaded at open and as saved at close.
+    /// While the log is open the head moves in ``EventLog/committed`` (its own lock), not here.
     var committed: UInt64 = 0
     var committedDigest: [UInt8] = BatchFormat.zeroDigest
     var uncompressedBytes: Int = 0

@@ -34,6 +34,8 @@ struct AppendProbe {
         }
         let log = try EventLog.open(directory: directory)
         defer { try? log.close() }
+        print("PERF appending")
+        let cpuStart = Foundation.clock()
         let appendSeconds = try await seconds {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for calls in work {
@@ -42,7 +44,10 @@ struct AppendProbe {
                 try await group.waitForAll()
             }
         }
-        print("PERF append: \(Int(Double(calls * 1_000) / appendSeconds)) records/s, \(producers) producer(s)")
+        let cpuSeconds = Double(Foundation.clock() - cpuStart) / Double(CLOCKS_PER_SEC)
+        print(
+            "PERF append: \(Int(Double(calls * 1_000) / appendSeconds)) records/s, \(producers) producer(s), "
+                + "\(Int(cpuSeconds * 1e6 / Double(calls))) µs CPU per call")
         var count = 0
         let recordSeconds = try await seconds { try log.forEach(from: .first) { _ in count += 1 } }
         print("PERF scan, Record: \(Int(Double(count) / recordSeconds)) records/s over \(count)")
