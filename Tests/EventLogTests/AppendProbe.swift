@@ -13,22 +13,24 @@ struct AppendProbe {
         let environment = ProcessInfo.processInfo.environment
         let calls = Int(environment["PARLEY_PERF_CALLS"] ?? "") ?? 1_000
         let producers = Int(environment["PARLEY_PERF_PRODUCERS"] ?? "") ?? 1
+        let payloadLimit = Int(environment["PARLEY_PERF_PAYLOAD"] ?? "") ?? 150
+        let streams = UInt64(environment["PARLEY_PERF_STREAMS"] ?? "") ?? 5_000
         let directory = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         var random = SplitMix64(seed: 7)
         let words = ["hey", "walk", "park", "tonight", "coffee", "see", "you", "at", "the", "dog", "great", "ok"]
         func payload() -> [UInt8] {
             var text = ""
-            for _ in 0..<(20 + Int(random.next() % 20)) { text += words[Int(random.next() % 12)] + " " }
-            return Array(text.utf8.prefix(150))
+            while text.utf8.count < payloadLimit { text += words[Int(random.next() % 12)] + " " }
+            return Array(text.utf8.prefix(payloadLimit - Int(random.next() % 40)))
         }
         var work: [[[ProposedRecord]]] = Array(repeating: [], count: producers)
         for call in 0..<calls {
             let batch = (0..<1_000).map { _ in
                 ProposedRecord(
                     id: EventID(high: random.next(), low: random.next()),
-                    stream: StreamName("room-\(random.next() % 5_000)"), type: "MessageSent",
-                    actor: "user-\(random.next() % 10_000)", payload: payload())
+                    stream: StreamName("room-\(random.next() % streams)"), type: "MessageSent",
+                    actor: "user-\(random.next() % (2 * streams))", payload: payload())
             }
             work[call % producers].append(batch)
         }
