@@ -6,7 +6,9 @@
 /// the next bits the home slot, so slots stay in hash order and doubling a shard moves them in one forward
 /// sweep. Shards grow one at a time, each at 1/256 of the table: a single table of a million ids stalled
 /// the writer for tens of milliseconds when it doubled (allocating, faulting in and filling ~50 MB while
-/// every producer waited). Positions start at 1, so a slot whose position is 0 is empty.
+/// every producer waited). Ids spread evenly, so equal shards would all double within a few calls of each
+/// other; each shard's fill limit is its own, from 3/8 to 5/8 full, which spreads their doublings over a
+/// third of the table's growth. Positions start at 1, so a slot whose position is 0 is empty.
 struct IDTable: Sendable {
     private static var shardBits: UInt64 { IDTableShardBits.value }
     private static let seed = UInt64.random(in: 1...UInt64.max) | 1
@@ -16,7 +18,10 @@ struct IDTable: Sendable {
 
     init(minimumCapacity: Int = 0) {
         let perShard = minimumCapacity >> Self.shardBits
-        shards = (0..<(1 << Self.shardBits)).map { _ in IDShard(minimumCapacity: perShard + perShard / 8) }
+        shards = (0..<(1 << Self.shardBits)).map { shard in
+            // 96...160 of 256: shard 0 doubles at 3/8 full, the last at 5/8.
+            IDShard(minimumCapacity: perShard + perShard / 8, fillLimit: 96 + 64 * shard >> Self.shardBits)
+        }
     }
 
     @inline(__always) fileprivate static func hash(_ id: EventID) -> UInt64 {
@@ -96,10 +101,13 @@ private struct IDShard: Sendable {
     /// 64 minus log2 of the slot count: the home slot is the hash bits shifted right by this much.
     private var shift: UInt64
     private var count = 0
+    /// The shard doubles when more than `fillLimit / 256` of its slots would be taken.
+    private let fillLimit: Int
 
-    init(minimumCapacity: Int) {
+    init(minimumCapacity: Int, fillLimit: Int) {
+        self.fillLimit = fillLimit
         var capacity = 16
-        while capacity < minimumCapacity * 2 { capacity <<= 1 }
+        while capacity * fillLimit < minimumCapacity * 256 { capacity <<= 1 }
         slots = Array(repeating: Slot(high: 0, low: 0, position: 0), count: capacity)
         mask = capacity - 1
         shift = UInt64(64 - capacity.trailingZeroBitCount)
@@ -128,11 +136,11 @@ private struct IDShard: Sendable {
     }
 
     mutating func reserveCapacity(_ minimumCapacity: Int) {
-        if minimumCapacity * 2 > slots.count { resize(atLeast: minimumCapacity * 2) }
+        if minimumCapacity * 256 > slots.count * fillLimit { resize(atLeast: minimumCapacity) }
     }
 
     mutating func lookupOrInsert(_ id: EventID, hash: UInt64, _ position: UInt64) -> UInt64? {
-        if (count + 1) * 2 > slots.count { resize(atLeast: slots.count * 2) }
+        if (count + 1) * 256 > slots.count * fillLimit { resize(atLeast: count + 1) }
         let (mask, shift) = (mask, shift)
         let found: UInt64? = slots.withUnsafeMutableBufferPointer { slots in
             var index = Int(truncatingIfNeeded: hash >> shift)
@@ -187,8 +195,9 @@ private struct IDShard: Sendable {
         }
     }
 
+    /// Moves the ids into a table sized for `capacity` ids.
     private mutating func resize(atLeast capacity: Int) {
-        var grown = IDShard(minimumCapacity: capacity / 2)
+        var grown = IDShard(minimumCapacity: capacity, fillLimit: fillLimit)
         let (mask, shift) = (grown.mask, grown.shift)
         // Old slots in order land in new slots in (nearly) the same order: a sequential sweep, no lookups.
         grown.slots.withUnsafeMutableBufferPointer { target in
