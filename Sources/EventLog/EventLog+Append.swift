@@ -26,6 +26,22 @@ final class AppendRequest: @unchecked Sendable {
     }
 }
 
+/// Requests whose records have positions and are in the indexes, on their way from the assigner thread to
+/// the encoder thread, with the records they added (to take out again should the write fail).
+struct AssignedGroup {
+    var requests: [AppendRequest] = []
+    var pending: [PendingRecord] = []
+    var undo: [UnsafePointer<StagedRecord>] = []
+    var estimatedBytes = 0
+
+    mutating func append(contentsOf later: AssignedGroup) {
+        requests.append(contentsOf: later.requests)
+        pending.append(contentsOf: later.pending)
+        undo.append(contentsOf: later.undo)
+        estimatedBytes += later.estimatedBytes
+    }
+}
+
 /// A written group waiting for fdatasync.
 struct SyncItem {
     var file: FileDescriptor
@@ -34,15 +50,27 @@ struct SyncItem {
     var digest: [UInt8]
 }
 
-/// The writer thread's own state, and the queues between producers, the writer and the syncer.
+/// The writer's state, and the queues between producers, the assigner, the encoder and the syncer.
 ///
-/// `@unchecked Sendable`: the `tail…`, `encoder`, `next…` fields are touched only by the writer thread;
-/// the queues are guarded by their `NSCondition`s.
+/// The writer is two threads in a pipeline: the assigner checks each append against the indexes and gives
+/// its records positions; the encoder encodes, compresses and writes them. While the encoder writes one
+/// group, the assigner indexes the next.
+///
+/// `@unchecked Sendable`: `nextAssigned` is touched only under the log's `state` lock; the `tail…`,
+/// `encoder`, `groupBuffer` and `nextPosition` fields only by the encoder thread; the queues are guarded by
+/// their `NSCondition`s.
 final class WriterState: @unchecked Sendable {
-    // Producers → writer.
+    // Producers → assigner.
     let queueCondition = NSCondition()
     var queue: [AppendRequest] = []
     var isClosing = false
+    // Assigner → encoder, in position order. Appended to only under `state`, so that a failed write can
+    // take back exactly the groups assigned after it.
+    let assignedCondition = NSCondition()
+    var assigned: [AssignedGroup] = []
+    var isEncoderClosing = false
+    /// The position the assigner gives the next new record (under `state`).
+    var nextAssigned: UInt64 = 1
     // Writer → syncer.
     let syncCondition = NSCondition()
     var syncQueue: [SyncItem] = []
@@ -50,7 +78,7 @@ final class WriterState: @unchecked Sendable {
     var isDirty = false
     let stopped = DispatchGroup()
 
-    // Writer thread only.
+    // Encoder thread only.
     var encoder = BatchEncoder()
     var groupBuffer: [UInt8] = []
     var nextPosition: UInt64 = 1
@@ -85,6 +113,7 @@ final class WriterState: @unchecked Sendable {
         try tail.file.truncate(to: tail.length)
         let writer = WriterState(directory: directory, tailFile: tail.file)
         writer.nextPosition = index.committed + 1
+        writer.nextAssigned = index.committed + 1
         writer.tailDigest = index.committedDigest
         writer.tailSegment = index.segments.count - 1
         writer.tailOffset = tail.length
@@ -160,12 +189,19 @@ extension EventLog {
     func startThreads() {
         writer.stopped.enter()
         writer.stopped.enter()
-        let writerThread = Thread { [self] in
-            writerLoop()
+        writer.stopped.enter()
+        let assignerThread = Thread { [self] in
+            assignerLoop()
             writer.stopped.leave()
         }
-        writerThread.name = "parley-writer"
-        writerThread.start()
+        assignerThread.name = "parley-assigner"
+        assignerThread.start()
+        let encoderThread = Thread { [self] in
+            encoderLoop()
+            writer.stopped.leave()
+        }
+        encoderThread.name = "parley-encoder"
+        encoderThread.start()
         let syncThread = Thread { [self] in
             syncerLoop()
             writer.stopped.leave()
@@ -182,7 +218,7 @@ extension EventLog {
         writer.stopped.wait()
     }
 
-    private func writerLoop() {
+    private func assignerLoop() {
         let maximumGroupBytes = 8 << 20
         while true {
             writer.queueCondition.lock()
@@ -201,6 +237,72 @@ extension EventLog {
             let group = Array(writer.queue.prefix(taken))
             writer.queue.removeFirst(taken)
             writer.queueCondition.unlock()
+            assignGroup(group)
+        }
+        writer.assignedCondition.lock()
+        writer.isEncoderClosing = true
+        writer.assignedCondition.signal()
+        writer.assignedCondition.unlock()
+    }
+
+    /// Checks a group's requests against the indexes, assigns positions and hands the accepted ones to the
+    /// encoder, a few hundred records at a time: `state` is held for one such chunk, so the encoder and
+    /// readers never wait long for it.
+    private func assignGroup(_ group: [AppendRequest]) {
+        let chunkRecords = 512
+        var rejected: [(AppendRequest, EventLogError)] = []
+        var failure: EventLogError?
+        let now = currentTimeMilliseconds()
+        var next = 0
+        while next < group.count && failure == nil {
+            failure = state.withLock { index -> EventLogError? in
+                if let failure = index.failure { return failure }
+                var chunk = AssignedGroup()
+                while next < group.count && chunk.pending.count < chunkRecords {
+                    let request = group[next]
+                    next += 1
+                    switch assign(request, now: now, index: &index, pending: &chunk.pending, undo: &chunk.undo) {
+                    case .success(let result):
+                        request.result = result
+                        chunk.requests.append(request)
+                        chunk.estimatedBytes += request.estimatedBytes
+                    case .failure(let error):
+                        rejected.append((request, error))
+                    }
+                }
+                guard !chunk.requests.isEmpty else { return nil }
+                writer.nextAssigned += UInt64(chunk.pending.count)
+                writer.assignedCondition.lock()
+                writer.assigned.append(chunk)
+                writer.assignedCondition.signal()
+                writer.assignedCondition.unlock()
+                return nil
+            }
+        }
+        for (request, error) in rejected { request.completion(.failure(error)) }
+        if let failure {
+            // Found at the start of a chunk, before any of group[next...] was looked at.
+            for request in group[next...] {
+                request.completion(.failure(EventLogError(.closed, failure.message, cause: failure)))
+            }
+        }
+    }
+
+    private func encoderLoop() {
+        let maximumGroupBytes = 8 << 20
+        while true {
+            writer.assignedCondition.lock()
+            while writer.assigned.isEmpty && !writer.isEncoderClosing { writer.assignedCondition.wait() }
+            if writer.assigned.isEmpty {
+                writer.assignedCondition.unlock()
+                break
+            }
+            var group = writer.assigned.removeFirst()
+            while let later = writer.assigned.first, group.estimatedBytes + later.estimatedBytes <= maximumGroupBytes {
+                group.append(contentsOf: later)
+                writer.assigned.removeFirst()
+            }
+            writer.assignedCondition.unlock()
             writeGroup(group)
         }
         writer.syncCondition.lock()
@@ -209,37 +311,12 @@ extension EventLog {
         writer.syncCondition.unlock()
     }
 
-    /// Validates, assigns positions, encodes, writes and hands a group to the syncer.
-    private func writeGroup(_ group: [AppendRequest]) {
-        var pending: [PendingRecord] = []
-        var accepted: [AppendRequest] = []
-        var rejected: [(AppendRequest, EventLogError)] = []
-        var undo: [UnsafePointer<StagedRecord>] = []
-        let now = currentTimeMilliseconds()
-        let failure: EventLogError? = state.withLock { index in
-            if let failure = index.failure { return failure }
-            for request in group {
-                switch assign(request, now: now, index: &index, pending: &pending, undo: &undo) {
-                case .success(let result):
-                    request.result = result
-                    accepted.append(request)
-                case .failure(let error):
-                    rejected.append((request, error))
-                }
-            }
-            return nil
-        }
-        for (request, error) in rejected { request.completion(.failure(error)) }
-        if let failure {
-            for request in group {
-                request.completion(.failure(EventLogError(.closed, failure.message, cause: failure)))
-            }
-            return
-        }
-        guard !accepted.isEmpty else { return }
+    /// Encodes and writes an assigned group and hands it to the syncer.
+    private func writeGroup(_ group: AssignedGroup) {
+        let pending = group.pending
         if pending.isEmpty {
             // Every record was a duplicate: acknowledge once what came before is durable.
-            enqueueForSync(accepted, lastPosition: writer.nextPosition - 1, digest: writer.tailDigest)
+            enqueueForSync(group.requests, lastPosition: writer.nextPosition - 1, digest: writer.tailDigest)
             return
         }
         do throws(EventLogError) {
@@ -280,10 +357,22 @@ extension EventLog {
             writer.tailRecordCount += UInt64(pending.count)
             writer.nextPosition += UInt64(pending.count)
             writer.tailDigest = digest
-            enqueueForSync(accepted, lastPosition: writer.nextPosition - 1, digest: digest)
+            enqueueForSync(group.requests, lastPosition: writer.nextPosition - 1, digest: digest)
         } catch {
-            state.withLock { index in
-                for record in undo.reversed() {
+            abandon(group, after: error)
+        }
+    }
+
+    /// A write failed: takes the group, and every group assigned after it, back out of the indexes (newest
+    /// first) and fails their appends. The log goes on from where the failed group began.
+    private func abandon(_ group: AssignedGroup, after error: EventLogError) {
+        let failed: [AppendRequest] = state.withLock { index in
+            writer.assignedCondition.lock()
+            let abandoned = [group] + writer.assigned
+            writer.assigned.removeAll()
+            writer.assignedCondition.unlock()
+            for abandoned in abandoned.reversed() {
+                for record in abandoned.undo.reversed() {
                     let (id, stream, type) = (record.pointee.id, record.pointee.stream, record.pointee.type)
                     index.ids.remove(id)
                     index.streams.removeLast(from: stream)
@@ -291,8 +380,10 @@ extension EventLog {
                     if index.typeCounts[type] == 0 { index.typeCounts[type] = nil }
                 }
             }
-            for request in accepted { request.completion(.failure(error)) }
+            writer.nextAssigned = writer.nextPosition
+            return abandoned.flatMap(\.requests)
         }
+        for request in failed { request.completion(.failure(error)) }
     }
 
     /// Checks one request against the indexes (and the group so far) and assigns its positions.
@@ -316,7 +407,7 @@ extension EventLog {
         positions.reserveCapacity(request.records.count)
         duplicates.reserveCapacity(request.records.count)
         pending.reserveCapacity(pending.count + request.records.count)
-        var next = writer.nextPosition + UInt64(pending.count)
+        var next = writer.nextAssigned + UInt64(pending.count)
         // Type counts go in per run of equal types: a hash of the type name per record cost as much as the id.
         var runType = ""
         var runLength = 0
@@ -356,7 +447,7 @@ extension EventLog {
         var localVersions: [String: UInt64] = [:]
         var localIDs: [EventID: UInt64] = [:]
         var fresh: [PendingRecord] = []
-        var next = writer.nextPosition + UInt64(pending.count)
+        var next = writer.nextAssigned + UInt64(pending.count)
         for (number, record) in request.records.enumerated() {
             let pointer = request.records.baseAddress! + number
             if let existing = index.ids[record.id] ?? localIDs[record.id] {
@@ -387,7 +478,7 @@ extension EventLog {
             fresh.append(PendingRecord(pointer, time: record.time ?? now, streamVersion: current + 1))
             next += 1
         }
-        var position = writer.nextPosition + UInt64(pending.count)
+        var position = writer.nextAssigned + UInt64(pending.count)
         for pending in fresh {
             let record = pending.record.pointee
             index.ids.lookupOrInsert(record.id, position)
@@ -442,6 +533,7 @@ extension EventLog {
             let (seconds, attoseconds) = duration.components
             interval = Double(seconds) + Double(attoseconds) / 1e18
         }
+        var syncFailure: EventLogError?
         while true {
             writer.syncCondition.lock()
             if let interval {
@@ -466,8 +558,8 @@ extension EventLog {
             writer.syncCondition.unlock()
             if items.isEmpty && closing { return }
             var synced: Set<ObjectIdentifier> = []
-            var failure: EventLogError?
-            for item in items where !synced.contains(ObjectIdentifier(item.file)) {
+            var failure = syncFailure
+            for item in items where failure == nil && !synced.contains(ObjectIdentifier(item.file)) {
                 synced.insert(ObjectIdentifier(item.file))
                 do { try item.file.syncData() } catch {
                     failure = error
@@ -475,6 +567,9 @@ extension EventLog {
                 }
             }
             if let failure {
+                // Once a sync has failed, no later one proves anything: the kernel may have dropped the
+                // earlier pages and report the next sync clean.
+                syncFailure = failure
                 poison(failure)
                 for item in items { for request in item.requests { request.completion(.failure(failure)) } }
                 continue
