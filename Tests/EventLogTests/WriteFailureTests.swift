@@ -20,7 +20,9 @@ import Testing
 
         // Swap a read-only descriptor in under the tail segment's descriptor number: every write now fails
         // with EBADF, the way a refused write would, while the writer's own state is untouched.
-        let (tailDescriptor, tailPath) = log.state.withLock { ($0.segments.last!.file.rawValue, $0.segments.last!.path) }
+        let (tailDescriptor, tailPath) = log.state.withLock {
+            ($0.segments.last!.file.rawValue, $0.segments.last!.path)
+        }
         let saved = dup(tailDescriptor)
         let readOnly = open(tailPath, O_RDONLY)
         try #require(saved >= 0 && readOnly >= 0)
