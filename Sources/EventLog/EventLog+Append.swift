@@ -341,18 +341,13 @@ extension EventLog {
             }
             let segment = Int32(writer.tailSegment)
             let base = writer.tailOffset
-            state.withLock { index in
-                for (header, offset) in batches {
-                    index.batches.append(
-                        BatchLocation(
-                            segment: segment, offset: Int64(base + offset), firstPosition: header.firstPosition,
-                            count: header.count, totalLength: UInt32(header.totalLength),
-                            uncompressedLength: header.uncompressedLength, minTime: header.minTime,
-                            maxTime: header.maxTime))
-                    index.uncompressedBytes += Int(header.uncompressedLength)
-                }
-                index.segments[Int(segment)].length = base + out.count
+            let locations = batches.lazy.map { header, offset in
+                BatchLocation(
+                    segment: segment, offset: Int64(base + offset), firstPosition: header.firstPosition,
+                    count: header.count, totalLength: UInt32(header.totalLength),
+                    uncompressedLength: header.uncompressedLength, minTime: header.minTime, maxTime: header.maxTime)
             }
+            state.publish(locations, segment: Int(segment), length: base + out.count)
             writer.tailOffset += out.count
             writer.tailRecordCount += UInt64(pending.count)
             writer.nextPosition += UInt64(pending.count)

@@ -79,7 +79,7 @@ public final class EventLog: @unchecked Sendable {
     public let openReport: OpenReport
 
     let lockFile: FileDescriptor
-    let state: Mutex<LogIndex>
+    let state: IndexLock
     /// The newest position whose batch is durable (or written, in buffered mode): what readers may see,
     /// and the chain digest after it. Its own lock, so that acknowledging a synced group never waits for
     /// the writer, which holds `state` while it indexes the next group. Read it before taking `state`:
@@ -100,7 +100,7 @@ public final class EventLog: @unchecked Sendable {
         self.configuration = configuration
         self.openReport = report
         self.lockFile = lockFile
-        self.state = Mutex(index)
+        self.state = IndexLock(index)
         self.committed = Mutex(CommittedHead(position: index.committed, digest: index.committedDigest))
         self.writer = writer
     }
