@@ -34,6 +34,42 @@ func sampleRecords(count: Int = 300, seed: UInt64 = 7) -> [ProposedRecord] {
     }
 }
 
+/// Records of about 150 bytes, as the batched-append target states them: a 110–150 byte text payload, one of
+/// 5,000 rooms, one of 10,000 senders, a random id. Deterministic but for the ids.
+func shortRecords(count: Int, seed: UInt64) -> [ProposedRecord] {
+    let words = ["hey", "walk", "park", "tonight", "coffee", "see", "you", "at", "the", "dog", "great", "ok"]
+    var state = seed
+    func next() -> UInt64 {
+        state &+= 0x9e37_79b9_7f4a_7c15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
+        z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
+        return z ^ (z >> 31)
+    }
+    return (0..<count).map { _ in
+        var text = ""
+        while text.utf8.count < 150 { text += words[Int(next() % 12)] + " " }
+        return ProposedRecord(
+            id: .random(), stream: StreamName("room-\(next() % 5_000)"), type: "MessageSent",
+            actor: "user-\(next() % 10_000)", payload: Array(text.utf8.prefix(150 - Int(next() % 41))))
+    }
+}
+
+/// Appends `calls` (1,000 records each) from `producers` concurrent tasks, each waiting for its own durable
+/// acknowledgement before its next call; returns records per second.
+func appendConcurrently(_ log: EventLog, calls: [[ProposedRecord]], producers: Int) async throws -> Int {
+    let start = ContinuousClock.now
+    try await withThrowingTaskGroup(of: Void.self) { group in
+        for producer in 0..<producers {
+            let mine = stride(from: producer, to: calls.count, by: producers).map { calls[$0] }
+            group.addTask { for call in mine { _ = try await log.append(call) } }
+        }
+        try await group.waitForAll()
+    }
+    let elapsed = (ContinuousClock.now - start) / .seconds(1)
+    return Int(Double(calls.reduce(0) { $0 + $1.count }) / elapsed)
+}
+
 func temporaryLogDirectory(_ name: String) -> String {
     NSTemporaryDirectory() + "parley-benchmark-\(name)-\(UInt32.random(in: 0...UInt32.max))"
 }
@@ -104,6 +140,28 @@ let benchmarks: @Sendable () -> Void = {
         }
         benchmark.stopMeasurement()
         calls.removeAll()
+    }
+
+    // The batched-append target of issue 2: 1,000 records of ~150 B per `.synced` call, 1, 4 and 8 producers.
+    // One sample = 40 calls (40,000 records) on a fresh log; the custom metric is records per second.
+    let recordsPerSecond = BenchmarkMetric.custom("records/s", polarity: .prefersLarger, useScalingFactor: false)
+    for producers in [1, 4, 8] {
+        Benchmark(
+            "append-1000x150B-synced-\(producers)-producers",
+            configuration: .init(
+                metrics: [.wallClock, recordsPerSecond], maxDuration: .seconds(5), maxIterations: 30,
+                thresholds: [:])
+        ) { benchmark in
+            let directory = temporaryLogDirectory("append-\(producers)p")
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let log = try EventLog.open(directory: directory)
+            defer { try? log.close() }
+            let calls = (0..<40).map { shortRecords(count: 1_000, seed: UInt64($0)) }
+            benchmark.startMeasurement()
+            let rate = try await appendConcurrently(log, calls: calls, producers: producers)
+            benchmark.stopMeasurement()
+            benchmark.measurement(recordsPerSecond, rate)
+        }
     }
 
     Benchmark(
