@@ -406,7 +406,7 @@ extension EventLog {
         // Type counts go in per run of equal types: a hash of the type name per record cost as much as the id.
         var runType = ""
         var runLength = 0
-        if index.ids.prefetch(request.records) == .max { runType = " " }
+        if index.ids.prefetch(request.records) &+ index.streams.prefetch(request.records) == .max { runType = " " }
         defer { if runLength > 0 { index.typeCounts[runType, default: 0] += runLength } }
         for number in records.indices {
             let record = records.baseAddress! + number

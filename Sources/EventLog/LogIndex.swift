@@ -85,6 +85,20 @@ struct StreamIndex: Sendable {
         return positions[number]
     }
 
+    /// Reads the end of each record's stream so that the appends which follow find it in cache (see
+    /// ``IDTable/prefetch(_:)``): with thousands of streams, each append's first touch of its stream's
+    /// positions is a cache miss. Returns a value only so the loads cannot be optimised away.
+    func prefetch(_ records: UnsafeBufferPointer<StagedRecord>) -> UInt64 {
+        positions.withUnsafeBufferPointer { positions in
+            var touched: UInt64 = 0
+            for index in records.indices {
+                guard let number = names.likelyIndex(of: records[index].stream) else { continue }
+                touched &+= positions[number].withUnsafeBufferPointer { $0.last ?? 0 }
+            }
+            return touched
+        }
+    }
+
     /// Records `position` as the next version of `stream`; returns that version.
     @discardableResult
     mutating func append(_ position: UInt64, to stream: String) -> UInt64 {

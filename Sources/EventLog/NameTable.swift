@@ -46,6 +46,15 @@ struct NameTable {
         }
     }
 
+    /// The index `name` probably has, for prefetching: its home slot's entry when that slot's hash matches
+    /// (the names are not compared), else nil.
+    @inline(__always) func likelyIndex(of name: String) -> Int? {
+        let hash = Self.hash(name)
+        let slot = Int(truncatingIfNeeded: hash) & mask
+        let entry = Int(slots[slot])
+        return entry != 0 && hashes[slot] == hash ? entry - 1 : nil
+    }
+
     /// The index of `name`, adding it when new.
     mutating func intern(_ name: String) -> Int {
         if (names.count + 1) * 2 > slots.count { grow() }
