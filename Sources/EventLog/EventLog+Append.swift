@@ -54,11 +54,12 @@ struct SyncItem {
 ///
 /// The writer is two threads in a pipeline: the assigner checks each append against the indexes and gives
 /// its records positions; the encoder encodes, compresses and writes them. While the encoder writes one
-/// group, the assigner indexes the next.
+/// group, the assigner indexes the next. When no further request is waiting, the assigner writes its group
+/// itself: handing it over would only add a thread wake-up to the producers' wait.
 ///
 /// `@unchecked Sendable`: `nextAssigned` is touched only under the log's `state` lock; the `tail…`,
-/// `encoder`, `groupBuffer` and `nextPosition` fields only by the encoder thread; the queues are guarded by
-/// their `NSCondition`s.
+/// `encoder`, `groupBuffer` and `nextPosition` fields only by the thread holding `encoding`; the queues are
+/// guarded by their `NSCondition`s.
 final class WriterState: @unchecked Sendable {
     // Producers → assigner.
     let queueCondition = NSCondition()
@@ -71,6 +72,9 @@ final class WriterState: @unchecked Sendable {
     var isEncoderClosing = false
     /// The position the assigner gives the next new record (under `state`).
     var nextAssigned: UInt64 = 1
+    /// Held by whichever thread is writing assigned groups: the encoder thread, or the assigner when no
+    /// request waits (it then writes the group itself, saving the hand-over).
+    let encoding = NSLock()
     // Writer → syncer.
     let syncCondition = NSCondition()
     var syncQueue: [SyncItem] = []
@@ -78,7 +82,7 @@ final class WriterState: @unchecked Sendable {
     var isDirty = false
     let stopped = DispatchGroup()
 
-    // Encoder thread only.
+    // Only under `encoding`.
     var encoder = BatchEncoder()
     var groupBuffer: [UInt8] = []
     var nextPosition: UInt64 = 1
@@ -238,6 +242,20 @@ extension EventLog {
             writer.queue.removeFirst(taken)
             writer.queueCondition.unlock()
             assignGroup(group)
+            // Nothing else waiting to be assigned: write the group here rather than wake the encoder thread
+            // for it (a lone producer, or group commit between syncs, would only wait for that wake-up).
+            // Otherwise leave the writing to the encoder thread and go on assigning.
+            writer.queueCondition.lock()
+            let isIdle = writer.queue.isEmpty
+            writer.queueCondition.unlock()
+            if isIdle && writer.encoding.try() {
+                writeAssigned()
+                writer.encoding.unlock()
+            } else {
+                writer.assignedCondition.lock()
+                writer.assignedCondition.signal()
+                writer.assignedCondition.unlock()
+            }
         }
         writer.assignedCondition.lock()
         writer.isEncoderClosing = true
@@ -274,7 +292,8 @@ extension EventLog {
                 writer.nextAssigned += UInt64(chunk.pending.count)
                 writer.assignedCondition.lock()
                 writer.assigned.append(chunk)
-                writer.assignedCondition.signal()
+                // A long group: let the encoder thread start on this chunk while the next is assigned.
+                if next < group.count { writer.assignedCondition.signal() }
                 writer.assignedCondition.unlock()
                 return nil
             }
@@ -289,13 +308,31 @@ extension EventLog {
     }
 
     private func encoderLoop() {
-        let maximumGroupBytes = 8 << 20
         while true {
             writer.assignedCondition.lock()
             while writer.assigned.isEmpty && !writer.isEncoderClosing { writer.assignedCondition.wait() }
-            if writer.assigned.isEmpty {
+            let isDone = writer.assigned.isEmpty
+            writer.assignedCondition.unlock()
+            if isDone { break }
+            writer.encoding.lock()
+            writeAssigned()
+            writer.encoding.unlock()
+        }
+        writer.syncCondition.lock()
+        writer.isSyncerClosing = true
+        writer.syncCondition.signal()
+        writer.syncCondition.unlock()
+    }
+
+    /// Writes every assigned group, oldest first, merged up to 8 MiB at a time. Called holding
+    /// `writer.encoding`, by the encoder thread or by the assigner when it has nothing else to do.
+    private func writeAssigned() {
+        let maximumGroupBytes = 8 << 20
+        while true {
+            writer.assignedCondition.lock()
+            guard !writer.assigned.isEmpty else {
                 writer.assignedCondition.unlock()
-                break
+                return
             }
             var group = writer.assigned.removeFirst()
             while let later = writer.assigned.first, group.estimatedBytes + later.estimatedBytes <= maximumGroupBytes {
@@ -305,10 +342,6 @@ extension EventLog {
             writer.assignedCondition.unlock()
             writeGroup(group)
         }
-        writer.syncCondition.lock()
-        writer.isSyncerClosing = true
-        writer.syncCondition.signal()
-        writer.syncCondition.unlock()
     }
 
     /// Encodes and writes an assigned group and hands it to the syncer.
