@@ -7,12 +7,12 @@ import Synchronization
 
 /// An append-only, LZ4-compressed, checksummed, hash-chained log of records in segment files.
 ///
-/// One writer thread owns the tail and groups waiting appends into batches (group commit); readers and
-/// subscribers see only committed records. Open with ``open(directory:configuration:)`` and always
+/// One writer (an assigning and an encoding thread, see ``WriterState``) owns the tail and groups waiting
+/// appends into batches (group commit); readers and subscribers see only committed records. Open with ``open(directory:configuration:)`` and always
 /// ``close()`` when done: a log that was not closed is recovered (re-validated) on the next open.
 ///
-/// `@unchecked Sendable`: shared state sits behind `Mutex`es and `NSCondition`s; the writer-thread state
-/// (``WriterState``) is touched only by the writer thread after `open` returns.
+/// `@unchecked Sendable`: shared state sits behind locks and `NSCondition`s; the writer's state
+/// (``WriterState``) is touched only by the writer's threads after `open` returns, as it describes.
 public final class EventLog: @unchecked Sendable {
     /// How a log is opened.
     public struct Configuration: Sendable {
