@@ -164,6 +164,49 @@ let benchmarks: @Sendable () -> Void = {
         }
     }
 
+    // The group-commit target of issue 2: 256 producers, each appending single records in `.synced` mode and
+    // awaiting each before the next. One sample = 256 × 40 records on a fresh log; the acknowledgement
+    // latencies are every call's, from submission to durable return.
+    let ackP50 = BenchmarkMetric.custom("ack p50 (µs)", polarity: .prefersSmaller, useScalingFactor: false)
+    let ackP99 = BenchmarkMetric.custom("ack p99 (µs)", polarity: .prefersSmaller, useScalingFactor: false)
+    Benchmark(
+        "append-256-producers-1-record-synced",
+        configuration: .init(
+            metrics: [.wallClock, recordsPerSecond, ackP50, ackP99], maxDuration: .seconds(5), maxIterations: 30,
+            thresholds: [:])
+    ) { benchmark in
+        let directory = temporaryLogDirectory("append-256p")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let log = try EventLog.open(directory: directory)
+        defer { try? log.close() }
+        let producers = 256
+        let records = shortRecords(count: producers * 40, seed: 1)
+        benchmark.startMeasurement()
+        let start = ContinuousClock.now
+        let latencies = try await withThrowingTaskGroup(of: [Duration].self) { group in
+            for producer in 0..<producers {
+                group.addTask {
+                    var mine: [Duration] = []
+                    for number in stride(from: producer, to: records.count, by: producers) {
+                        let submitted = ContinuousClock.now
+                        _ = try await log.append([records[number]])
+                        mine.append(ContinuousClock.now - submitted)
+                    }
+                    return mine
+                }
+            }
+            return try await group.reduce(into: []) { $0 += $1 }.sorted()
+        }
+        let elapsed = (ContinuousClock.now - start) / .seconds(1)
+        benchmark.stopMeasurement()
+        func microseconds(_ quantile: Double) -> Int {
+            Int(latencies[min(latencies.count - 1, Int(Double(latencies.count) * quantile))] / .microseconds(1))
+        }
+        benchmark.measurement(recordsPerSecond, Int(Double(records.count) / elapsed))
+        benchmark.measurement(ackP50, microseconds(0.50))
+        benchmark.measurement(ackP99, microseconds(0.99))
+    }
+
     Benchmark(
         "sequential-read-100000-events",
         configuration: .init(metrics: [.wallClock, .throughput, .mallocCountTotal], maxDuration: .seconds(3))
