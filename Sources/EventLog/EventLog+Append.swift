@@ -27,17 +27,16 @@ final class AppendRequest: @unchecked Sendable {
 }
 
 /// Requests whose records have positions and are in the indexes, on their way from the assigner thread to
-/// the encoder thread, with the records they added (to take out again should the write fail).
+/// the encoder thread. `pending` holds exactly the records they added to the indexes (duplicates add
+/// nothing), which a failed write takes out again.
 struct AssignedGroup {
     var requests: [AppendRequest] = []
     var pending: [PendingRecord] = []
-    var undo: [UnsafePointer<StagedRecord>] = []
     var estimatedBytes = 0
 
     mutating func append(contentsOf later: AssignedGroup) {
         requests.append(contentsOf: later.requests)
         pending.append(contentsOf: later.pending)
-        undo.append(contentsOf: later.undo)
         estimatedBytes += later.estimatedBytes
     }
 }
@@ -279,7 +278,7 @@ extension EventLog {
                 while next < group.count && chunk.pending.count < chunkRecords {
                     let request = group[next]
                     next += 1
-                    switch assign(request, now: now, index: &index, pending: &chunk.pending, undo: &chunk.undo) {
+                    switch assign(request, now: now, index: &index, pending: &chunk.pending) {
                     case .success(let result):
                         request.result = result
                         chunk.requests.append(request)
@@ -400,7 +399,8 @@ extension EventLog {
             writer.assigned.removeAll()
             writer.assignedCondition.unlock()
             for abandoned in abandoned.reversed() {
-                for record in abandoned.undo.reversed() {
+                for pending in abandoned.pending.reversed() {
+                    let record = pending.record
                     let (id, stream, type) = (record.pointee.id, record.pointee.stream, record.pointee.type)
                     index.ids.remove(id)
                     index.streams.removeLast(from: stream)
@@ -419,8 +419,7 @@ extension EventLog {
     /// The common request (no expected versions) takes one hash probe for its id and one for its stream per
     /// record: this loop held three quarters of the writer's time when it used scratch dictionaries.
     private func assign(
-        _ request: AppendRequest, now: Int64, index: inout LogIndex, pending: inout [PendingRecord],
-        undo: inout [UnsafePointer<StagedRecord>]
+        _ request: AppendRequest, now: Int64, index: inout LogIndex, pending: inout [PendingRecord]
     ) -> Result<AppendResult, EventLogError> {
         // Index loops over a buffer: iterating by value would copy every record's strings.
         let records = request.records
@@ -429,7 +428,7 @@ extension EventLog {
             needsChecks = true
             break
         }
-        if needsChecks { return assignChecked(request, now: now, index: &index, pending: &pending, undo: &undo) }
+        if needsChecks { return assignChecked(request, now: now, index: &index, pending: &pending) }
         var positions: [Position] = []
         var duplicates: [Bool] = []
         positions.reserveCapacity(request.records.count)
@@ -455,7 +454,6 @@ extension EventLog {
                 runLength = 0
             }
             runLength += 1
-            undo.append(record)
             positions.append(Position(next))
             duplicates.append(false)
             pending.append(PendingRecord(record, time: record.pointee.time ?? now, streamVersion: version))
@@ -467,8 +465,7 @@ extension EventLog {
     /// ``assign`` for requests with expected versions: checks every record against the indexes and the
     /// request's own earlier records before changing anything, so a mismatch leaves no trace.
     private func assignChecked(
-        _ request: AppendRequest, now: Int64, index: inout LogIndex, pending: inout [PendingRecord],
-        undo: inout [UnsafePointer<StagedRecord>]
+        _ request: AppendRequest, now: Int64, index: inout LogIndex, pending: inout [PendingRecord]
     ) -> Result<AppendResult, EventLogError> {
         var positions: [Position] = []
         var duplicates: [Bool] = []
@@ -512,7 +509,6 @@ extension EventLog {
             index.ids.lookupOrInsert(record.id, position)
             index.streams.append(position, to: record.stream)
             index.typeCounts[record.type, default: 0] += 1
-            undo.append(pending.record)
             position += 1
         }
         pending.append(contentsOf: fresh)
