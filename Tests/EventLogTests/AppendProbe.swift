@@ -6,7 +6,8 @@ import Testing
 /// Rough timings of the batched append and the full scan, for profiling; runs only with `PARLEY_PERF=1`
 /// (`swift build -c release --build-tests -Xswiftc -enable-testing`, then the test binary or `swift test -c
 /// release`). `PARLEY_PERF_CALLS` (default 1,000) calls of 1,000 chat-sized records each, from
-/// `PARLEY_PERF_PRODUCERS` (default 1) concurrent producers. Reported, never asserted: the benchmarks measure.
+/// `PARLEY_PERF_PRODUCERS` (default 1) concurrent producers, `PARLEY_PERF_ROUNDS` (default 1) times on a fresh
+/// log each. Reported, never asserted: the benchmarks measure.
 @Suite(.enabled(if: ProcessInfo.processInfo.environment["PARLEY_PERF"] != nil))
 struct AppendProbe {
     @Test func batchedAppendAndScan() async throws {
@@ -15,8 +16,7 @@ struct AppendProbe {
         let producers = Int(environment["PARLEY_PERF_PRODUCERS"] ?? "") ?? 1
         let payloadLimit = Int(environment["PARLEY_PERF_PAYLOAD"] ?? "") ?? 150
         let streams = UInt64(environment["PARLEY_PERF_STREAMS"] ?? "") ?? 5_000
-        let directory = try makeTemporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let rounds = Int(environment["PARLEY_PERF_ROUNDS"] ?? "") ?? 1
         var random = SplitMix64(seed: 7)
         let words = ["hey", "walk", "park", "tonight", "coffee", "see", "you", "at", "the", "dog", "great", "ok"]
         func payload() -> [UInt8] {
@@ -34,22 +34,37 @@ struct AppendProbe {
             }
             work[call % producers].append(batch)
         }
-        let log = try EventLog.open(directory: directory)
-        defer { try? log.close() }
         print("PERF appending")
-        let cpuStart = Foundation.clock()
-        let appendSeconds = try await seconds {
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                for calls in work {
-                    group.addTask { for batch in calls { _ = try await log.append(batch) } }
-                }
-                try await group.waitForAll()
-            }
+        var log: EventLog?
+        var directory = ""
+        defer {
+            try? log?.close()
+            try? FileManager.default.removeItem(atPath: directory)
         }
-        let cpuSeconds = Double(Foundation.clock() - cpuStart) / Double(CLOCKS_PER_SEC)
-        print(
-            "PERF append: \(Int(Double(calls * 1_000) / appendSeconds)) records/s, \(producers) producer(s), "
-                + "\(Int(cpuSeconds * 1e6 / Double(calls))) µs CPU per call")
+        var rates: [Int] = []
+        for _ in 0..<rounds {
+            try log?.close()
+            try? FileManager.default.removeItem(atPath: directory)
+            directory = try makeTemporaryDirectory()
+            let fresh = try EventLog.open(directory: directory)
+            log = fresh
+            let cpuStart = Foundation.clock()
+            let appendSeconds = try await seconds {
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for calls in work {
+                        group.addTask { for batch in calls { _ = try await fresh.append(batch) } }
+                    }
+                    try await group.waitForAll()
+                }
+            }
+            let cpuSeconds = Double(Foundation.clock() - cpuStart) / Double(CLOCKS_PER_SEC)
+            rates.append(Int(Double(calls * 1_000) / appendSeconds))
+            print(
+                "PERF append: \(rates.last!) records/s, \(producers) producer(s), "
+                    + "\(Int(cpuSeconds * 1e6 / Double(calls))) µs CPU per call")
+        }
+        if rounds > 1 { print("PERF append median: \(rates.sorted()[rounds / 2]) records/s over \(rounds) rounds") }
+        guard let log else { return }
         var count = 0
         let recordSeconds = try await seconds { try log.forEach(from: .first) { _ in count += 1 } }
         print("PERF scan, Record: \(Int(Double(count) / recordSeconds)) records/s over \(count)")
