@@ -1,6 +1,7 @@
 import Crypto
 import Dispatch
 import Foundation
+import Synchronization
 
 /// The fixed layout of a batch header, a segment header and a segment footer (docs/FORMAT.md).
 enum BatchFormat {
@@ -87,10 +88,17 @@ struct BatchHeader: Equatable, Sendable {
 
     /// The chain value after a batch: SHA-256 of the previous value, header bytes 8..<48 and the stored block.
     static func chain(previous: [UInt8], batch: UnsafeRawBufferPointer) -> [UInt8] {
+        chain(
+            previous: previous, header: UnsafeRawBufferPointer(rebasing: batch[8..<48]),
+            stored: UnsafeRawBufferPointer(rebasing: batch[BatchFormat.headerSize...]))
+    }
+
+    /// ``chain(previous:batch:)`` with the header bytes 8..<48 and the stored block given apart.
+    static func chain(previous: [UInt8], header: UnsafeRawBufferPointer, stored: UnsafeRawBufferPointer) -> [UInt8] {
         var hasher = SHA256()
         hasher.update(data: previous)
-        hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: batch[8..<48]))
-        hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: batch[BatchFormat.headerSize...]))
+        hasher.update(bufferPointer: header)
+        hasher.update(bufferPointer: stored)
         return Array(hasher.finalize())
     }
 
@@ -128,27 +136,29 @@ struct BatchEncoder: ~Copyable {
         blockEncoders = (0..<max(1, min(parallelism, 8))).map { _ in BlockEncoder() }
     }
 
-    /// Splits `records` into runs of at most `batchSize` encoded bytes (at least one record each). A group that
-    /// needs several batches is cut into a multiple of the encoders' count, of about equal size, so that every
+    /// Splits `records` into runs of at most about `batchSize` encoded bytes (at least one record each). A group
+    /// that needs several batches is cut into a multiple of the encoders' count, of equal size, so that every
     /// core gets the same share (three 64 KiB batches on two cores would leave one core idle half the time).
     func batchRanges(_ records: [PendingRecord], batchSize: Int) -> [Range<Int>] {
         func size(_ record: PendingRecord) -> Int {
             record.record.pointee.payload.count + record.record.pointee.stream.utf8.count + 40
         }
         let total = records.reduce(0) { $0 + size($1) }
-        var target = batchSize
+        var pieces = 1
         if total > batchSize {
             let workers = blockEncoders.count
-            let batches = (total + batchSize - 1) / batchSize
-            target = min(batchSize, total / ((batches + workers - 1) / workers * workers) + 1)
+            pieces = ((total + batchSize - 1) / batchSize + workers - 1) / workers * workers
         }
+        // Piece k ends where the running size would pass k/pieces of the total: cutting at fixed targets
+        // instead left a small remainder piece, which made one core do an extra batch.
         var ranges: [Range<Int>] = []
         var start = 0
-        while start < records.count {
+        var cumulative = 0
+        for piece in 1...pieces where start < records.count {
+            let boundary = piece == pieces ? Int.max : total / pieces * piece
             var end = start
-            var bytes = 0
-            while end < records.count && (end == start || bytes + size(records[end]) <= target) {
-                bytes += size(records[end])
+            while end < records.count && (end == start || cumulative + size(records[end]) <= boundary) {
+                cumulative += size(records[end])
                 end += 1
             }
             ranges.append(start..<end)
@@ -164,75 +174,160 @@ struct BatchEncoder: ~Copyable {
         _ records: [PendingRecord], ranges: [Range<Int>], firstPosition: UInt64, previousDigest: [UInt8],
         into out: inout [UInt8]
     ) throws(EventLogError) -> (digest: [UInt8], batches: [(header: BatchHeader, offset: Int)]) {
-        let blocks = try encodeBlocks(records, ranges: ranges)
-        out.reserveCapacity(out.count + blocks.reduce(0) { $0 + BatchFormat.headerSize + $1.block.storedLength })
-        var digest = previousDigest
+        let finished = try encodeBlocks(
+            records, ranges: ranges, firstPosition: firstPosition, previousDigest: previousDigest)
+        out.reserveCapacity(out.count + finished.reduce(0) { $0 + $1.header.totalLength })
         var batches: [(header: BatchHeader, offset: Int)] = []
-        var position = firstPosition
-        for (number, (encoder, block)) in blocks.enumerated() {
-            let start = out.count
-            var flags = number < blocks.count - 1 ? BatchFormat.flagContinues : 0
-            if block.isCompressed { flags |= BatchFormat.flagCompressed }
-            out.append(contentsOf: repeatElement(0, count: BatchFormat.headerSize))
-            BatchHeader.write(
-                into: &out, at: start, flags: flags, count: UInt32(block.count), firstPosition: position,
-                minTime: block.minTime, maxTime: block.maxTime, uncompressedLength: UInt32(block.uncompressedLength),
-                storedLength: UInt32(block.storedLength))
-            encoder.output.withUnsafeBytes { stored in
-                out.append(contentsOf: stored[block.offset..<(block.offset + block.storedLength)])
-            }
-            digest = out.withUnsafeBytes { raw in
-                BatchHeader.chain(previous: digest, batch: UnsafeRawBufferPointer(rebasing: raw[start..<out.count]))
-            }
-            out.replaceSubrange((start + 48)..<(start + 80), with: digest)
-            let crc = out.withUnsafeBytes { raw in
-                BatchHeader.checksum(batch: UnsafeRawBufferPointer(rebasing: raw[start..<out.count]))
-            }
-            out.withUnsafeMutableBytes { $0.storeBytes(of: crc.littleEndian, toByteOffset: start + 4, as: UInt32.self) }
-            let header = BatchHeader(
-                crc: crc, version: BatchFormat.version, flags: flags, count: UInt32(block.count),
-                firstPosition: position, minTime: block.minTime, maxTime: block.maxTime,
-                uncompressedLength: UInt32(block.uncompressedLength), storedLength: UInt32(block.storedLength),
-                digest: digest)
-            batches.append((header, start))
-            position += UInt64(block.count)
+        batches.reserveCapacity(finished.count)
+        for batch in finished {
+            batches.append((batch.header, out.count))
+            out.append(contentsOf: batch.headerBytes)
+            out.append(contentsOf: batch.block.stored)
         }
-        return (digest, batches)
+        return (finished.last?.header.digest ?? previousDigest, batches)
     }
 
-    /// Serialises and compresses each range's block; ranges go round-robin to the block encoders, which run
-    /// on as many threads at once when there is more than one range.
-    private func encodeBlocks(_ records: [PendingRecord], ranges: [Range<Int>]) throws(EventLogError)
-        -> [(encoder: BlockEncoder, block: EncodedBlock)]
-    {
+    /// Serialises and compresses each range's block, and chains and checksums each block as soon as the ones
+    /// before it are chained. Ranges go round-robin to the block encoders, which run on as many threads at
+    /// once when there is more than one range; the hash chain is sequential, so whichever thread finishes the
+    /// block next in line hashes it (and any that finished meanwhile) before going on with its own blocks,
+    /// rather than leaving all the hashing for after the slowest block.
+    private func encodeBlocks(
+        _ records: [PendingRecord], ranges: [Range<Int>], firstPosition: UInt64, previousDigest: [UInt8]
+    ) throws(EventLogError) -> [FinishedBatch] {
         let workers = min(ranges.count, blockEncoders.count)
         for encoder in blockEncoders.prefix(workers) { encoder.reset() }
         var results = [Result<EncodedBlock, EventLogError>?](repeating: nil, count: ranges.count)
+        var finished = [FinishedBatch?](repeating: nil, count: ranges.count)
+        let chain = ChainProgress(count: ranges.count, digest: previousDigest)
         records.withUnsafeBufferPointer { records in
             results.withUnsafeMutableBufferPointer { results in
-                // Each worker uses only its own encoder and writes only its own ranges' result slots; the
-                // records are only read. The wrapper carries that promise across the Sendable boundary.
-                let shared = UncheckedSendable(value: (records, results, blockEncoders))
-                let work = { @Sendable (worker: Int) in
-                    let (records, results, encoders) = shared.value
-                    for number in stride(from: worker, to: ranges.count, by: workers) {
-                        do throws(EventLogError) {
-                            let slice = UnsafeBufferPointer(rebasing: records[ranges[number]])
-                            results[number] = .success(try encoders[worker].encode(slice))
-                        } catch {
-                            results[number] = .failure(error)
+                finished.withUnsafeMutableBufferPointer { finished in
+                    // Each worker uses only its own encoder and writes only its own ranges' result slots; a
+                    // finished slot is written only by the thread that holds the chain's turn, and read after
+                    // the workers have joined. The wrapper carries that promise across the Sendable boundary.
+                    let shared = UncheckedSendable(value: (records, results, finished, blockEncoders))
+                    let work = { @Sendable (worker: Int) in
+                        let (records, results, finished, encoders) = shared.value
+                        for number in stride(from: worker, to: ranges.count, by: workers) {
+                            do throws(EventLogError) {
+                                let slice = UnsafeBufferPointer(rebasing: records[ranges[number]])
+                                results[number] = .success(try encoders[worker].encode(slice))
+                            } catch {
+                                results[number] = .failure(error)
+                            }
+                            var turn = chain.encoded(number)
+                            while let taken = turn {
+                                let (next, digest) = taken
+                                guard case .success(let block) = results[next] else {
+                                    turn = chain.stop()
+                                    continue
+                                }
+                                let batch = FinishedBatch(
+                                    block: block, isLast: next == ranges.count - 1,
+                                    firstPosition: firstPosition + UInt64(ranges[next].lowerBound), previous: digest)
+                                finished[next] = batch
+                                turn = chain.chained(next, digest: batch.header.digest)
+                            }
                         }
                     }
+                    if workers == 1 {
+                        work(0)
+                    } else {
+                        DispatchQueue.concurrentPerform(iterations: workers, execute: work)
+                    }
                 }
-                if workers == 1 { work(0) } else { DispatchQueue.concurrentPerform(iterations: workers, execute: work) }
             }
         }
-        var blocks: [(encoder: BlockEncoder, block: EncodedBlock)] = []
-        blocks.reserveCapacity(ranges.count)
-        for (number, result) in results.enumerated() {
-            blocks.append((blockEncoders[number % workers], try result!.get()))
+        for result in results { _ = try result!.get() }
+        return finished.map { $0! }
+    }
+}
+
+/// One batch of an append group, ready to lay out: its 80 header bytes (chain digest and CRC filled in) and
+/// its stored block.
+struct FinishedBatch {
+    var block: EncodedBlock
+    var header: BatchHeader
+    var headerBytes: [UInt8]
+
+    /// Builds the header of `block`, which follows the batch whose chain value is `previous`.
+    init(block: EncodedBlock, isLast: Bool, firstPosition: UInt64, previous: [UInt8]) {
+        self.block = block
+        var flags = isLast ? 0 : BatchFormat.flagContinues
+        if block.isCompressed { flags |= BatchFormat.flagCompressed }
+        var bytes = [UInt8](repeating: 0, count: BatchFormat.headerSize)
+        BatchHeader.write(
+            into: &bytes, at: 0, flags: flags, count: UInt32(block.count), firstPosition: firstPosition,
+            minTime: block.minTime, maxTime: block.maxTime, uncompressedLength: UInt32(block.uncompressedLength),
+            storedLength: UInt32(block.storedLength))
+        let digest = bytes.withUnsafeBytes { header in
+            BatchHeader.chain(
+                previous: previous, header: UnsafeRawBufferPointer(rebasing: header[8..<48]), stored: block.stored)
         }
-        return blocks
+        bytes.replaceSubrange(48..<80, with: digest)
+        let crc = bytes.withUnsafeBytes { header in
+            CRC32C.checksum(block.stored, continuing: CRC32C.checksum(UnsafeRawBufferPointer(rebasing: header[8...])))
+        }
+        bytes.withUnsafeMutableBytes { $0.storeBytes(of: crc.littleEndian, toByteOffset: 4, as: UInt32.self) }
+        headerBytes = bytes
+        header = BatchHeader(
+            crc: crc, version: BatchFormat.version, flags: flags, count: UInt32(block.count),
+            firstPosition: firstPosition, minTime: block.minTime, maxTime: block.maxTime,
+            uncompressedLength: UInt32(block.uncompressedLength), storedLength: UInt32(block.storedLength),
+            digest: digest)
+    }
+}
+
+/// Whose turn it is to extend a group's hash chain: the next block to chain, which blocks are encoded, and
+/// the chain value so far. A thread that finishes a block takes the turn when that block is next in line and
+/// no one else holds it; the holder keeps it while the following blocks are already encoded.
+final class ChainProgress: Sendable {
+    private struct State {
+        var encoded: [Bool]
+        var next = 0
+        var isTaken = false
+        var digest: [UInt8]
+    }
+
+    private let state: Mutex<State>
+
+    init(count: Int, digest: [UInt8]) {
+        state = Mutex(State(encoded: Array(repeating: false, count: count), digest: digest))
+    }
+
+    /// Block `number` is encoded (or failed). Returns the block to chain and the digest before it when the
+    /// caller now holds the turn.
+    func encoded(_ number: Int) -> (Int, [UInt8])? {
+        state.withLock { state in
+            state.encoded[number] = true
+            return Self.take(&state)
+        }
+    }
+
+    /// The holder chained block `number` to `digest`; returns the next block to chain, or nil (turn given up).
+    func chained(_ number: Int, digest: [UInt8]) -> (Int, [UInt8])? {
+        state.withLock { state in
+            state.digest = digest
+            state.next = number + 1
+            state.isTaken = false
+            return Self.take(&state)
+        }
+    }
+
+    /// The holder found a failed block: nothing after it is chained.
+    func stop() -> (Int, [UInt8])? {
+        state.withLock { state in
+            state.next = state.encoded.count
+            state.isTaken = false
+            return nil
+        }
+    }
+
+    private static func take(_ state: inout State) -> (Int, [UInt8])? {
+        guard !state.isTaken, state.next < state.encoded.count, state.encoded[state.next] else { return nil }
+        state.isTaken = true
+        return (state.next, state.digest)
     }
 }
 

@@ -1,8 +1,9 @@
-/// One batch's block as a ``BlockEncoder`` stored it: where its bytes are and what the header must say.
+/// One batch's block as a ``BlockEncoder`` stored it: its bytes and what the header must say.
 struct EncodedBlock {
-    /// Where the stored bytes start in the encoder's ``BlockEncoder/output``.
-    var offset: Int
-    var storedLength: Int
+    /// The stored bytes, in the encoder's storage: valid, and never moved, until the encoder's next
+    /// ``BlockEncoder/reset()``, so another thread may hash them while the encoder goes on with the next block.
+    var stored: UnsafeRawBufferPointer
+    var storedLength: Int { stored.count }
     var uncompressedLength: Int
     var isCompressed: Bool
     var count: Int
@@ -19,12 +20,15 @@ final class BlockEncoder {
     private var names = NameTable()
     private var recordsArea: [UInt8] = []
     private var block: [UInt8] = []
-    /// The stored blocks of the batches encoded since ``reset()``, back to back (sized past the used bytes).
-    private(set) var output: [UInt8] = []
-    private var outputCount = 0
+    /// One buffer per block encoded since ``reset()`` (and spares from earlier groups): a block's bytes stay
+    /// where they are while later blocks are encoded, which a single growing array could not promise.
+    private var buffers: [UnsafeMutableRawBufferPointer] = []
+    private var used = 0
+
+    deinit { for buffer in buffers { buffer.deallocate() } }
 
     /// Forgets the stored blocks of the previous group, keeping the storage.
-    func reset() { outputCount = 0 }
+    func reset() { used = 0 }
 
     /// Encodes `records` as one batch's block and appends its stored form (compressed unless that would not
     /// be smaller) to ``output``.
@@ -82,41 +86,34 @@ final class BlockEncoder {
             return out + recordsLength - block.baseAddress!
         }
 
-        let offset = outputCount
-        let needed = offset + LZ4Compressor.bound(blockLength)
-        if output.count < needed {
-            var grown = [UInt8](repeating: 0, count: needed + needed / 2)
-            grown.withUnsafeMutableBytes { grown in
-                output.withUnsafeBytes { old in
-                    if offset > 0 { grown.baseAddress!.copyMemory(from: old.baseAddress!, byteCount: offset) }
-                }
-            }
-            output = grown
+        let needed = LZ4Compressor.bound(blockLength)
+        if used == buffers.count { buffers.append(UnsafeMutableRawBufferPointer(start: nil, count: 0)) }
+        if buffers[used].count < needed {
+            buffers[used].deallocate()
+            buffers[used] = .allocate(byteCount: needed + needed / 4, alignment: 16)
         }
+        let destination = buffers[used]
+        used += 1
         let compressed: Result<Int, EventLogError> = block.withUnsafeBytes { block in
             let input = UnsafeRawBufferPointer(rebasing: block[0..<blockLength])
-            return output.withUnsafeMutableBytes { output in
-                let destination = UnsafeMutableRawBufferPointer(rebasing: output[offset...])
-                do throws(EventLogError) {
-                    let written = try compressor.compress(input, into: destination)
-                    guard written < blockLength else {
-                        // Incompressible: store the block as is, so a batch never grows past its encoded size.
-                        destination.baseAddress!.copyMemory(from: input.baseAddress!, byteCount: blockLength)
-                        return .success(-1)
-                    }
-                    return .success(written)
-                } catch {
-                    return .failure(error)
+            do throws(EventLogError) {
+                let written = try compressor.compress(input, into: destination)
+                guard written < blockLength else {
+                    // Incompressible: store the block as is, so a batch never grows past its encoded size.
+                    destination.baseAddress!.copyMemory(from: input.baseAddress!, byteCount: blockLength)
+                    return .success(-1)
                 }
+                return .success(written)
+            } catch {
+                return .failure(error)
             }
         }
         let written = try compressed.get()
         let isCompressed = written >= 0
-        let storedLength = isCompressed ? written : blockLength
-        outputCount += storedLength
         return EncodedBlock(
-            offset: offset, storedLength: storedLength, uncompressedLength: blockLength, isCompressed: isCompressed,
-            count: records.count, minTime: minTime, maxTime: maxTime)
+            stored: UnsafeRawBufferPointer(rebasing: destination[0..<(isCompressed ? written : blockLength)]),
+            uncompressedLength: blockLength, isCompressed: isCompressed, count: records.count, minTime: minTime,
+            maxTime: maxTime)
     }
 
     /// Writes `value` as an unsigned LEB128 varint at `out`; returns the byte after it.
