@@ -197,6 +197,22 @@ struct BatchEncoder: ~Copyable {
     ) throws(EventLogError) -> [FinishedBatch] {
         let workers = min(ranges.count, blockEncoders.count)
         for encoder in blockEncoders.prefix(workers) { encoder.reset() }
+        if workers == 1 {
+            var digest = previousDigest
+            var batches: [FinishedBatch] = []
+            batches.reserveCapacity(ranges.count)
+            try records.withUnsafeBufferPointer { records throws(EventLogError) in
+                for (number, range) in ranges.enumerated() {
+                    let block = try blockEncoders[0].encode(UnsafeBufferPointer(rebasing: records[range]))
+                    let batch = FinishedBatch(
+                        block: block, isLast: number == ranges.count - 1,
+                        firstPosition: firstPosition + UInt64(range.lowerBound), previous: digest)
+                    digest = batch.header.digest
+                    batches.append(batch)
+                }
+            }
+            return batches
+        }
         var results = [Result<EncodedBlock, EventLogError>?](repeating: nil, count: ranges.count)
         var finished = [FinishedBatch?](repeating: nil, count: ranges.count)
         let chain = ChainProgress(count: ranges.count, digest: previousDigest)
@@ -231,11 +247,7 @@ struct BatchEncoder: ~Copyable {
                             }
                         }
                     }
-                    if workers == 1 {
-                        work(0)
-                    } else {
-                        DispatchQueue.concurrentPerform(iterations: workers, execute: work)
-                    }
+                    DispatchQueue.concurrentPerform(iterations: workers, execute: work)
                 }
             }
         }
