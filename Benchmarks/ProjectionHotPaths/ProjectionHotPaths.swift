@@ -55,7 +55,8 @@ struct ChatWorkload {
         var events: [EventEnvelope] = []
         for u in 0..<users {
             let user = UserID("u\(u)")
-            events.append(envelope(.userRegistered(UserRegistered(user: user, method: .google, name: "User \(u)")), actor: user))
+            events.append(
+                envelope(.userRegistered(UserRegistered(user: user, method: .google, name: "User \(u)")), actor: user))
         }
         var pairs = Set<Int>()
         for r in 0..<roomCount {
@@ -69,7 +70,9 @@ struct ChatWorkload {
             pairs.insert(min(a, b) * users + max(a, b))
             let (ua, ub) = (UserID("u\(a)"), UserID("u\(b)"))
             events.append(
-                envelope(.roomCreated(RoomCreated(room: RoomID("d\(r)"), kind: .direct, by: ua, members: [ua, ub])), actor: ua))
+                envelope(
+                    .roomCreated(RoomCreated(room: RoomID("d\(r)"), kind: .direct, by: ua, members: [ua, ub])),
+                    actor: ua))
             rooms.append((ua, ub))
         }
         lastMessage = Array(repeating: nil, count: roomCount)
@@ -105,12 +108,14 @@ struct ChatWorkload {
         events.append(
             envelope(
                 .messageSent(
-                    MessageSent(room: RoomID("d\(r)"), message: id, sender: sender, kind: .text,
-                                body: "message number \(message) with some text")),
+                    MessageSent(
+                        room: RoomID("d\(r)"), message: id, sender: sender, kind: .text,
+                        body: "message number \(message) with some text")),
                 actor: sender))
         lastMessage[r] = id
         if message % 10 == 0, count < limit {
-            events.append(envelope(.messagesRead(MessagesRead(room: RoomID("d\(r)"), user: reader, upTo: id)), actor: reader))
+            events.append(
+                envelope(.messagesRead(MessagesRead(room: RoomID("d\(r)"), user: reader, upTo: id)), actor: reader))
         }
     }
 }
@@ -158,7 +163,9 @@ let dataDirectory: String = {
         }
         try engine.close()
         try FileManager.default.moveItem(atPath: building, toPath: directory)
-        FileManager.default.createFile(atPath: marker, contents: Data())
+        guard FileManager.default.createFile(atPath: marker, contents: Data()) else {
+            fatalError("could not write the marker \(marker) of the benchmark data")
+        }
     } catch {
         fatalError("building the benchmark data in \(building) failed: \(error)")
     }
@@ -195,7 +202,9 @@ let benchmarks: @Sendable () -> Void = {
     Benchmark(
         "replay-1M-events",
         configuration: .init(
-            metrics: [.wallClock, .cpuTotal, replayRate, .peakMemoryResident, .peakMemoryResidentDelta, .mallocCountTotal],
+            metrics: [
+                .wallClock, .cpuTotal, replayRate, .peakMemoryResident, .peakMemoryResidentDelta, .mallocCountTotal,
+            ],
             timeUnits: .milliseconds, warmupIterations: 1, maxDuration: .seconds(30), maxIterations: 10,
             thresholds: [.mallocCountTotal: .init(relative: [.p90: 5])])
     ) { benchmark in
@@ -207,7 +216,9 @@ let benchmarks: @Sendable () -> Void = {
         let elapsed = clock.now - start
         benchmark.stopMeasurement()
         blackHole(replayed)
-        guard replayed == UInt64(totalEvents) else { fatalError("replayed \(replayed) events, expected \(totalEvents)") }
+        guard replayed == UInt64(totalEvents) else {
+            fatalError("replayed \(replayed) events, expected \(totalEvents)")
+        }
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         benchmark.measurement(replayRate, Int(Double(replayed) / seconds))
     } setup: {
