@@ -164,6 +164,52 @@ let benchmarks: @Sendable () -> Void = {
         }
     }
 
+    // The same lone producer with `.buffered` durability: its call is acknowledged once written, without waiting
+    // for fdatasync. What is left is the call's own work (staging, indexing, encoding, compressing, writing),
+    // so this and `fdatasync-after-128KiB-append` below show what a `.synced` call is made of, in the same run.
+    Benchmark(
+        "append-1000x150B-buffered-1-producer",
+        configuration: .init(
+            metrics: [.wallClock, recordsPerSecond], maxDuration: .seconds(5), maxIterations: 30, thresholds: [:])
+    ) { benchmark in
+        let directory = temporaryLogDirectory("append-buffered")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var configuration = EventLog.Configuration()
+        configuration.durability = .buffered(interval: .seconds(1))
+        let log = try EventLog.open(directory: directory, configuration: configuration)
+        defer { try? log.close() }
+        let calls = (0..<40).map { shortRecords(count: 1_000, seed: UInt64($0)) }
+        benchmark.startMeasurement()
+        let rate = try await appendConcurrently(log, calls: calls, producers: 1)
+        benchmark.stopMeasurement()
+        benchmark.measurement(recordsPerSecond, rate)
+    }
+
+    // The machine's limit under a lone `.synced` producer: one fdatasync after appending about one call's
+    // bytes (1,000 records of ~150 B encode and compress to 90–130 KiB) to a file, as the writer does.
+    Benchmark(
+        "fdatasync-after-128KiB-append",
+        configuration: .init(metrics: [.wallClock, .throughput], maxDuration: .seconds(3), thresholds: [:])
+    ) { benchmark in
+        let directory = temporaryLogDirectory("fdatasync")
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let file = open(directory + "/appended", O_RDWR | O_CREAT | O_EXCL, 0o600)
+        guard file >= 0 else { fatalError("cannot create a file in \(directory): errno \(errno)") }
+        defer { close(file) }
+        let chunk = [UInt8](repeating: 0x5A, count: 128 << 10)
+        var offset: off_t = 0
+        benchmark.startMeasurement()
+        for _ in benchmark.scaledIterations {
+            let written = chunk.withUnsafeBytes { pwrite(file, $0.baseAddress, $0.count, offset) }
+            guard written == chunk.count, fdatasync(file) == 0 else {
+                fatalError("write or fdatasync failed: errno \(errno)")
+            }
+            offset += off_t(written)
+        }
+        benchmark.stopMeasurement()
+    }
+
     // The group-commit target of issue 2: 256 producers, each appending single records in `.synced` mode and
     // awaiting each before the next. One sample = 256 × 40 records on a fresh log; the acknowledgement
     // latencies are every call's, from submission to durable return.

@@ -7,7 +7,8 @@ import Testing
 /// (`swift build -c release --build-tests -Xswiftc -enable-testing`, then the test binary or `swift test -c
 /// release`). `PARLEY_PERF_CALLS` (default 1,000) calls of 1,000 chat-sized records each, from
 /// `PARLEY_PERF_PRODUCERS` (default 1) concurrent producers, `PARLEY_PERF_ROUNDS` (default 1) times on a fresh
-/// log each. Reported, never asserted: the benchmarks measure.
+/// log each; with `PARLEY_PERF_BUFFERED` set (to anything), under `.buffered` durability, so that a call waits
+/// for no fdatasync. Reported, never asserted: the benchmarks measure.
 @Suite(.enabled(if: ProcessInfo.processInfo.environment["PARLEY_PERF"] != nil))
 struct AppendProbe {
     @Test func batchedAppendAndScan() async throws {
@@ -46,7 +47,11 @@ struct AppendProbe {
             try log?.close()
             try? FileManager.default.removeItem(atPath: directory)
             directory = try makeTemporaryDirectory()
-            let fresh = try EventLog.open(directory: directory)
+            var configuration = EventLog.Configuration()
+            if environment["PARLEY_PERF_BUFFERED"] != nil {
+                configuration.durability = .buffered(interval: .seconds(1))
+            }
+            let fresh = try EventLog.open(directory: directory, configuration: configuration)
             log = fresh
             let cpuStart = Foundation.clock()
             let appendSeconds = try await seconds {
