@@ -51,6 +51,45 @@ import Testing
         try log.close()
     }
 
+    /// A call long enough to span several batches: ids repeated within it, and ids already in the log, are
+    /// duplicates wherever they fall, and the rest lands whole, in order, at dense positions.
+    @Test func aLongCallFindsDuplicatesAcrossItsBatchesAndLandsWhole() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let log = try EventLog.open(directory: directory)
+        let earlier = simpleRecords(50, prefix: "earlier")
+        _ = try await log.append(earlier)
+        var call = simpleRecords(1_500, streams: 40, prefix: "long")
+        // Records 1,000..<1,100 repeat the ids of records 0..<100; 1,400..<1,450 repeat the earlier call's.
+        for number in 1_000..<1_100 { call[number].id = call[number - 1_000].id }
+        for number in 1_400..<1_450 { call[number].id = earlier[number - 1_400].id }
+        let result = try await log.append(call)
+
+        let isDuplicate = (0..<1_500).map { (1_000..<1_100).contains($0) || (1_400..<1_450).contains($0) }
+        #expect(result.wasDuplicate == isDuplicate)
+        var next: UInt64 = 51
+        var expectedPositions: [Position] = []
+        for number in 0..<1_500 {
+            if (1_000..<1_100).contains(number) {
+                expectedPositions.append(expectedPositions[number - 1_000])
+            } else if (1_400..<1_450).contains(number) {
+                expectedPositions.append(Position(UInt64(number - 1_400 + 1)))
+            } else {
+                expectedPositions.append(Position(next))
+                next += 1
+            }
+        }
+        #expect(result.positions == expectedPositions)
+        let written = earlier + call.enumerated().filter { !isDuplicate[$0.offset] }.map(\.element)
+        #expect(log.head == Position(UInt64(written.count)))
+        expectSameRecords(try log.read(from: .first), expectedRecords(written), "after the long call")
+        #expect(try log.verify().problems.isEmpty)
+        try log.close()
+        let reopened = try EventLog.open(directory: directory)
+        expectSameRecords(try reopened.read(from: .first), expectedRecords(written), "after reopening")
+        try reopened.close()
+    }
+
     @Test func expectedVersionMismatchWritesNothing() async throws {
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }

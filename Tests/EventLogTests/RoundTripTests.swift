@@ -65,7 +65,7 @@ import Testing
         var start = 0
         var calls = 0
         while start < proposed.count {
-            let count = min(proposed.count - start, 1 + Int(random.next() % 500))
+            let count = min(proposed.count - start, 1 + Int(random.next() % 1_500))
             let slice = Array(proposed[start..<(start + count)])
             let result =
                 calls % 4 == 3 ? try log.appendAndWait(slice) : try await log.append(slice)

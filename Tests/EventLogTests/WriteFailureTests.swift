@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 
 @testable import EventLog
@@ -10,7 +11,9 @@ import Testing
 /// A write that fails (the disk refuses it) fails the appends it carried and leaves no trace: their ids,
 /// stream versions and positions are free again, and the log goes on from where it was.
 @Suite struct WriteFailureTests {
-    @Test func failedWritesLeaveNoTraceAndTheLogGoesOn() async throws {
+    /// Calls of 150 records, and of 1,300 (several batches each, flagged as one group).
+    @Test(arguments: [150, 1_300])
+    func failedWritesLeaveNoTraceAndTheLogGoesOn(recordsPerCall: Int) async throws {
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let before = simpleRecords(300, streams: 7, prefix: "before")
@@ -31,7 +34,7 @@ import Testing
         // Several producers at once, so that the assigner has indexed later groups while the encoder's
         // write of an earlier one fails: every one of them must be taken back.
         let producers = 6
-        let failing = (0..<producers).map { simpleRecords(150, streams: 7, prefix: "before-\($0)") }
+        let failing = (0..<producers).map { simpleRecords(recordsPerCall, streams: 7, prefix: "before-\($0)") }
         let outcomes = await withTaskGroup(of: Result<AppendResult, EventLogError>.self) { group in
             for records in failing {
                 group.addTask {
@@ -73,4 +76,95 @@ import Testing
         #expect(try reopened.verify().problems.isEmpty)
         try reopened.close()
     }
+
+    /// Writes that fail now and then while producers append long calls: every call lands whole, at the
+    /// positions it was given, or leaves no trace, and the calls assigned after a failed write (their
+    /// positions, ids and stream versions taken back) land at the positions they are given again.
+    @Test func writesFailingOnAndOffLeaveEveryCallWholeOrAbsent() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let log = try EventLog.open(directory: directory)
+        let start = simpleRecords(10, prefix: "start")
+        _ = try await log.append(start)
+        let (tailDescriptor, tailPath) = log.state.withLock {
+            ($0.segments.last!.file.rawValue, $0.segments.last!.path)
+        }
+        let saved = dup(tailDescriptor)
+        let readOnly = open(tailPath, O_RDONLY)
+        try #require(saved >= 0 && readOnly >= 0)
+        defer {
+            close(saved)
+            close(readOnly)
+        }
+
+        // A thread swaps the segment's descriptor and a read-only one in and out every ~200 µs.
+        let flipper = Flipper()
+        let thread = Thread {
+            var isBroken = false
+            while !flipper.isStopped.load(ordering: .acquiring) {
+                isBroken.toggle()
+                dup2(isBroken ? readOnly : saved, tailDescriptor)
+                usleep(200)
+            }
+            dup2(saved, tailDescriptor)
+            flipper.isDone.store(true, ordering: .releasing)
+        }
+        thread.start()
+        let producers = 4
+        let callsEach = 20
+        let outcomes = await withTaskGroup(of: [([ProposedRecord], AppendResult?)].self) { group in
+            for producer in 0..<producers {
+                group.addTask {
+                    var outcomes: [([ProposedRecord], AppendResult?)] = []
+                    for call in 0..<callsEach {
+                        let records = simpleRecords(1_300, streams: 9, prefix: "p\(producer)-c\(call)")
+                        outcomes.append((records, try? await log.append(records)))
+                    }
+                    return outcomes
+                }
+            }
+            return await group.reduce(into: []) { $0 += $1 }
+        }
+        flipper.isStopped.store(true, ordering: .releasing)
+        while !flipper.isDone.load(ordering: .acquiring) { usleep(100) }
+
+        let landed = outcomes.filter { $0.1 != nil }
+        try #require(landed.count > 0 && landed.count < outcomes.count, "both failed and landed calls are needed")
+        func check(_ log: EventLog, _ what: String) throws {
+            let records = try log.read(from: .first)
+            let byID = Dictionary(uniqueKeysWithValues: records.map { ($0.id, $0) })
+            #expect(records.count == start.count + landed.count * 1_300, "\(what): record count")
+            #expect(records.map(\.position) == (1...records.count).map { Position(UInt64($0)) })
+            for (proposed, result) in outcomes {
+                guard let result else {
+                    #expect(!proposed.contains { byID[$0.id] != nil }, "\(what): part of a failed call is in the log")
+                    continue
+                }
+                #expect(result.wasDuplicate.allSatisfy { !$0 })
+                for (record, position) in zip(proposed, result.positions) {
+                    let stored = byID[record.id]
+                    #expect(
+                        stored?.position == position && stored?.payload == record.payload
+                            && stored?.stream == record.stream,
+                        "\(what): a record of a landed call is missing or moved")
+                }
+            }
+            for stream in Set(records.map(\.stream)) {
+                let versions = try log.readStream(stream).map(\.streamVersion.rawValue)
+                #expect(versions == Array(1...UInt64(versions.count)), "\(what): versions of \(stream)")
+            }
+            #expect(try log.verify().problems.isEmpty, "\(what): verify")
+        }
+        try check(log, "open")
+        try log.close()
+        let reopened = try EventLog.open(directory: directory)
+        try check(reopened, "reopened")
+        try reopened.close()
+    }
+}
+
+/// Tells the descriptor-swapping thread to stop, and that it has.
+private final class Flipper: Sendable {
+    let isStopped = Atomic(false)
+    let isDone = Atomic(false)
 }
