@@ -8,7 +8,9 @@ import Testing
 /// release`). `PARLEY_PERF_CALLS` (default 1,000) calls of 1,000 chat-sized records each, from
 /// `PARLEY_PERF_PRODUCERS` (default 1) concurrent producers, `PARLEY_PERF_ROUNDS` (default 1) times on a fresh
 /// log each; with `PARLEY_PERF_BUFFERED` set (to anything), under `.buffered` durability, so that a call waits
-/// for no fdatasync. Reported, never asserted: the benchmarks measure.
+/// for no fdatasync; with `PARLEY_PERF_FRESH` set, on records made anew just before each round (as the
+/// package benchmark does) rather than the same records every round. Reported, never asserted: the benchmarks
+/// measure.
 @Suite(.enabled(if: ProcessInfo.processInfo.environment["PARLEY_PERF"] != nil))
 struct AppendProbe {
     @Test func batchedAppendAndScan() async throws {
@@ -25,16 +27,20 @@ struct AppendProbe {
             while text.utf8.count < payloadLimit { text += words[Int(random.next() % 12)] + " " }
             return Array(text.utf8.prefix(payloadLimit - Int(random.next() % 40)))
         }
-        var work: [[[ProposedRecord]]] = Array(repeating: [], count: producers)
-        for call in 0..<calls {
-            let batch = (0..<1_000).map { _ in
-                ProposedRecord(
-                    id: EventID(high: random.next(), low: random.next()),
-                    stream: StreamName("room-\(random.next() % streams)"), type: "MessageSent",
-                    actor: "user-\(random.next() % (2 * streams))", payload: payload())
+        func makeWork() -> [[[ProposedRecord]]] {
+            var work: [[[ProposedRecord]]] = Array(repeating: [], count: producers)
+            for call in 0..<calls {
+                let batch = (0..<1_000).map { _ in
+                    ProposedRecord(
+                        id: EventID(high: random.next(), low: random.next()),
+                        stream: StreamName("room-\(random.next() % streams)"), type: "MessageSent",
+                        actor: "user-\(random.next() % (2 * streams))", payload: payload())
+                }
+                work[call % producers].append(batch)
             }
-            work[call % producers].append(batch)
+            return work
         }
+        var work = makeWork()
         print("PERF appending")
         var log: EventLog?
         var directory = ""
@@ -53,6 +59,7 @@ struct AppendProbe {
             }
             let fresh = try EventLog.open(directory: directory, configuration: configuration)
             log = fresh
+            if environment["PARLEY_PERF_FRESH"] != nil { work = makeWork() }
             let cpuStart = Foundation.clock()
             let appendSeconds = try await seconds {
                 try await withThrowingTaskGroup(of: Void.self) { group in
