@@ -138,24 +138,11 @@ final class WriterState: @unchecked Sendable {
 }
 
 extension EventLog {
-    /// Appends records atomically: all of them land in the log or none do. Returns once they are durable
-    /// (under `.synced`) or written (under `.buffered`).
-    ///
-    /// A record whose id is already in the log is not written again; its original position is returned.
-    /// - Throws: `.recordTooLarge`, `.emptyName`, `.wrongExpectedVersion` (nothing written), `.emptyAppend`,
-    ///   `.closed` after ``close()`` or a failed sync, `.io` when the write fails.
-    public func append(_ records: [ProposedRecord]) async throws(EventLogError) -> AppendResult {
-        let result: Result<AppendResult, EventLogError> = await withCheckedContinuation { continuation in
-            submit(records) { continuation.resume(returning: $0) }
-        }
-        return try result.get()
-    }
-
     /// ``append(_:)`` for callers outside Swift concurrency: blocks the calling thread until durable.
     public func appendAndWait(_ records: [ProposedRecord]) throws(EventLogError) -> AppendResult {
         let done = DispatchSemaphore(value: 0)
         let box = Mutex<Result<AppendResult, EventLogError>?>(nil)
-        submit(records) { result in
+        enqueue(records) { result in
             box.withLock { $0 = result }
             done.signal()
         }
@@ -163,7 +150,8 @@ extension EventLog {
         return try box.withLock { $0 }!.get()
     }
 
-    func submit(
+    /// Stages `records` on the caller's thread and queues them for the writer (see ``submit(_:completion:)``).
+    func enqueue(
         _ records: [ProposedRecord], completion: @escaping @Sendable (Result<AppendResult, EventLogError>) -> Void
     ) {
         guard !records.isEmpty else {

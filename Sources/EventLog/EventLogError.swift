@@ -1,7 +1,7 @@
 /// The one error type of the EventLog module.
 ///
 /// Switch on ``code``; ``message`` names the file, offset, position or rule involved.
-public struct EventLogError: Error, Sendable, CustomStringConvertible {
+public struct EventLogError: Error, Sendable, Hashable, CustomStringConvertible {
     /// What went wrong, as a value callers can compare.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         public let name: String
@@ -32,8 +32,10 @@ public struct EventLogError: Error, Sendable, CustomStringConvertible {
         public static let notFound = Code("notFound")
         /// The log was closed, or a sync failed and the log stopped taking writes.
         public static let closed = Code("closed")
-        /// An operating-system call failed.
+        /// An operating-system call failed (``EventLogError/errno`` says how).
         public static let io = Code("io")
+        /// The disk (or the user's quota) is full: free space in the data directory, then reopen.
+        public static let noSpace = Code("noSpace")
         /// The append call was empty.
         public static let emptyAppend = Code("emptyAppend")
     }
@@ -41,11 +43,25 @@ public struct EventLogError: Error, Sendable, CustomStringConvertible {
     public var code: Code
     public var message: String
     public var cause: (any Error)?
+    /// The operating system's error number, when a system call failed (`ENOSPC`, `EIO`, …).
+    public var errno: Int32?
 
-    public init(_ code: Code, _ message: String, cause: (any Error)? = nil) {
+    public init(_ code: Code, _ message: String, cause: (any Error)? = nil, errno: Int32? = nil) {
         self.code = code
         self.message = message
         self.cause = cause
+        self.errno = errno ?? (cause as? EventLogError)?.errno
+    }
+
+    /// Equal when code, message and errno are (the cause is context, not identity).
+    public static func == (a: EventLogError, b: EventLogError) -> Bool {
+        a.code == b.code && a.message == b.message && a.errno == b.errno
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(code)
+        hasher.combine(message)
+        hasher.combine(errno)
     }
 
     public var description: String { message }

@@ -171,10 +171,11 @@ struct FileFingerprint: Equatable, Sendable {
 }
 
 extension EventLogError {
-    /// An I/O error carrying errno's text.
+    /// An I/O error carrying errno, its text, and `.noSpace` for a full disk or quota.
     static func system(_ what: String) -> EventLogError {
-        let code = errno
-        let text = String(cString: strerror(code))
-        return EventLogError(.io, "\(what): \(text) (errno \(code))")
+        let number = Glibc.errno
+        let text = String(cString: strerror(number))
+        let code: Code = number == ENOSPC || number == EDQUOT ? .noSpace : .io
+        return EventLogError(code, "\(what): \(text) (errno \(number))", errno: number)
     }
 }

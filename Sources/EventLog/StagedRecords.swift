@@ -73,6 +73,12 @@ final class StagedRecords {
 }
 
 extension EventLog {
+    /// The limits every store applies to a record before positioning it: non-empty stream and type names, and
+    /// at most ``maximumRecordSize`` bytes with its envelope. Nil when the record passes.
+    public static func checkRecord(_ record: ProposedRecord) -> EventLogError? {
+        check([record], number: 0)
+    }
+
     /// The checks that need no index: names and size, of record `number`. Nil when the record passes.
     static func check(_ records: [ProposedRecord], number: Int) -> EventLogError? {
         let stream = records[number].stream.rawValue

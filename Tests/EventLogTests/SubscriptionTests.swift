@@ -13,7 +13,7 @@ import Testing
     }
 
     /// Consumes until the record at `final` arrived and `.caughtUp` was seen (it may come after `final`).
-    static func consume(_ subscription: EventLog.Subscription, from: UInt64, through final: UInt64) async throws
+    static func consume(_ subscription: StoreSubscription, from: UInt64, through final: UInt64) async throws
         -> Observed
     {
         var iterator = subscription.makeAsyncIterator()

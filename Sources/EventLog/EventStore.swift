@@ -1,0 +1,157 @@
+/// What a domain needs of a log: the storage protocol.
+///
+/// The local segment log (``EventLog``) implements it, so does an in-memory store for tests
+/// (``MemoryStore``), and so can a store whose appends are acknowledged over a network. One conformance suite
+/// (`StoreConformance` in the tests) runs against every implementation.
+///
+/// The contract:
+/// - **Append** (``submit(_:completion:)``) takes an atomic call of records: all land or none do. Positions
+///   are dense and given in the order of `submit` calls, so a caller that submits under its own lock knows
+///   the order its calls will take. A record whose id is already in the store is not written again: its
+///   original position is returned and `wasDuplicate` is set. Completions run exactly once each, in
+///   position order, only when the records are durable (per the store's durability) or have failed.
+/// - **Fail-stop.** After a failed write or sync, that call and every later one fail; the store takes no
+///   more appends until reopened.
+/// - **Visibility.** Reads, lookups, `head` and subscriptions see only committed (durable) records.
+/// - **Errors** keep their code and errno (``EventLogError``): callers switch on `.locked`, `.noSpace`,
+///   `.corruptBatch`, never on message text.
+/// - **Snapshots.** A place to keep opaque snapshot bytes by position, written durably.
+public protocol EventStore: AnyObject, Sendable {
+    /// Where the store lives, for messages (a directory, a URL, "memory").
+    var location: String { get }
+
+    /// Hands one atomic append to the store; `completion` runs once the records are durable or have failed.
+    ///
+    /// Returns without waiting. Calls are positioned in the order they are made. `completion` may run before
+    /// `submit` returns (a rejected call, or a store that commits at once) and must not call back into the
+    /// store's `submit`.
+    func submit(
+        _ records: [ProposedRecord], completion: @escaping @Sendable (Result<AppendResult, EventLogError>) -> Void)
+
+    /// The newest committed position (``Position/zero`` when empty).
+    var head: Position { get }
+
+    /// The hash-chain value after the newest committed record, as hex.
+    var headDigest: String { get }
+
+    /// Committed records from `from`, in order, at most `limit`.
+    /// - Throws: `.corruptBatch` (or another storage error) when the records cannot be read.
+    func read(from: Position, limit: Int) throws(EventLogError) -> [Record]
+
+    /// Calls `body` with every committed record from `from` on, in order, each valid only during the call.
+    /// - Throws: what `body` throws, or a storage error.
+    func forEachView(from: Position, _ body: (RecordView) throws -> Void) throws
+
+    /// The committed records at `positions` (ascending); positions past the head are left out.
+    /// - Throws: a storage error when a record cannot be read.
+    func records(at positions: [Position]) throws(EventLogError) -> [Record]
+
+    /// The committed records of one stream from `version`, at most `limit`.
+    /// - Throws: a storage error when a record cannot be read.
+    func readStream(_ stream: StreamName, from version: StreamVersion, limit: Int) throws(EventLogError) -> [Record]
+
+    /// The committed record with `id`, or nil.
+    /// - Throws: a storage error when it cannot be read.
+    func lookup(id: EventID) throws(EventLogError) -> Record?
+
+    /// Suspends until the committed head passes `position`, the store closes, or the task is cancelled.
+    /// Returns false when the store is closed.
+    func waitForCommit(after position: Position) async -> Bool
+
+    /// Checks every stored record (checksums, chain, density).
+    /// - Throws: a storage error when the store cannot be read at all.
+    func verify() throws(EventLogError) -> VerificationReport
+
+    /// Sizes and counts.
+    func stats() -> LogStats
+
+    /// Finishes queued appends and closes; later appends fail with `.closed`. Closing twice is harmless.
+    /// - Throws: a storage error when the store cannot close cleanly (the next open then recovers).
+    func close() throws(EventLogError)
+
+    /// Positions of the snapshots kept, newest first.
+    func snapshotPositions() -> [Position]
+
+    /// The bytes of the snapshot at `position`, or nil when it is missing or unreadable.
+    func readSnapshot(at position: Position) -> [UInt8]?
+
+    /// Stores snapshot bytes for `position` durably, keeping only the newest `keep` snapshots.
+    /// - Throws: a storage error (`.noSpace`, `.io`) when they cannot be written; nothing half-written is
+    ///   ever taken for a snapshot.
+    func writeSnapshot(_ bytes: [UInt8], at position: Position, keep: Int) throws(EventLogError)
+}
+
+extension EventStore {
+    /// Appends records atomically and returns once they are durable.
+    /// - Throws: what the store's append throws (`.recordTooLarge`, `.wrongExpectedVersion`, `.closed`, …).
+    public func append(_ records: [ProposedRecord]) async throws(EventLogError) -> AppendResult {
+        let result: Result<AppendResult, EventLogError> = await withCheckedContinuation { continuation in
+            submit(records) { continuation.resume(returning: $0) }
+        }
+        return try result.get()
+    }
+
+    /// Follows the store from `from`: history first, then `.caughtUp`, then live records as they commit,
+    /// with no gap and no duplicate. Ends when the store closes or the task is cancelled.
+    public func subscribe(from: Position = .first) -> StoreSubscription {
+        StoreSubscription(store: self, next: max(from.rawValue, 1))
+    }
+}
+
+/// What a subscription delivers: records in position order, and once, the moment it has caught up.
+public enum SubscriptionEvent: Sendable, Hashable {
+    case record(Record)
+    /// Every record committed when the subscriber reached the head has been delivered; live ones follow.
+    case caughtUp(Position)
+}
+
+/// An `AsyncSequence` of ``SubscriptionEvent``s over any ``EventStore``; see ``EventStore/subscribe(from:)``.
+///
+/// A subscriber reads at its own pace, holding at most one page of records, so a slow one neither slows the
+/// writer nor grows memory.
+public struct StoreSubscription: AsyncSequence, Sendable {
+    public typealias Element = SubscriptionEvent
+    let store: any EventStore
+    let next: UInt64
+
+    public func makeAsyncIterator() -> Iterator { Iterator(store: store, next: next) }
+
+    /// Not Sendable across tasks: one consumer iterates.
+    public struct Iterator: AsyncIteratorProtocol {
+        let store: any EventStore
+        var next: UInt64
+        var buffer: [Record] = []
+        var bufferIndex = 0
+        var hasSignalledCaughtUp = false
+
+        init(store: any EventStore, next: UInt64) {
+            self.store = store
+            self.next = next
+        }
+
+        /// The next record or marker; nil when the store closed or the task was cancelled.
+        /// - Throws: the store's read error (`.corruptBatch` for a damaged batch on the way).
+        public mutating func next() async throws -> SubscriptionEvent? {
+            while true {
+                if bufferIndex < buffer.count {
+                    let record = buffer[bufferIndex]
+                    bufferIndex += 1
+                    next = record.position.rawValue + 1
+                    return .record(record)
+                }
+                if Task.isCancelled { return nil }
+                let head = store.head.rawValue
+                if next <= head {
+                    buffer = try store.read(from: Position(next), limit: 1024)
+                    bufferIndex = 0
+                    continue
+                }
+                if !hasSignalledCaughtUp {
+                    hasSignalledCaughtUp = true
+                    return .caughtUp(Position(head))
+                }
+                guard await store.waitForCommit(after: Position(head)) else { return nil }
+            }
+        }
+    }
+}
