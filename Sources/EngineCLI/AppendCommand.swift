@@ -44,7 +44,7 @@ struct AppendCommand: ParsableCommand {
             if !group.isEmpty {
                 let result: ApplyResult
                 do {
-                    result = try engine.apply(group.map(\.envelope), skipInvalid: true)
+                    result = try engine.applyAndWait(group.map(\.envelope), skipInvalid: true)
                 } catch {
                     throw CLIError(error.problems.first?.message ?? "appending failed")
                 }
@@ -58,7 +58,7 @@ struct AppendCommand: ParsableCommand {
                         errors.append((entry.line, problem))
                         continue
                     }
-                    guard let id = entry.envelope.id, let record = try engine.log.lookup(id: id) else {
+                    guard let id = entry.envelope.id, let record = try engine.store.lookup(id: id) else {
                         throw CLIError("line \(entry.line) was appended but its id cannot be found in the log")
                     }
                     acknowledgements.append(

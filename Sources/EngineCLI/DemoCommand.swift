@@ -50,12 +50,12 @@ struct DemoCommand: ParsableCommand {
             "3. snapshot  at position \(snapshotPosition) in " + String(format: "%.2f s", snapshotSeconds)
                 + "; reopen from it in " + String(format: "%.3f s", reopenSeconds)
                 + (sameState ? " (same state digest as the replay)" : "  ✗ STATE DIFFERS"))
-        let verification = try engine.log.verify()
+        let verification = try engine.store.verify()
         print(
             "4. verify    "
                 + (verification.isOK ? "every batch checks out" : "✗ \(verification.problems.count) problems"))
 
-        let stats = StatsOutput(engine.log.stats())
+        let stats = StatsOutput(engine.store.stats())
         print("\n── What the log holds ──")
         print(
             "events \(stats.events) in \(stats.segments) segment(s): \(Output.bytes(stats.bytesOnDisk)) on disk, "

@@ -31,15 +31,20 @@ extension CLIError {
         }
     }
 
-    /// An engine that would not open: say which directory and what to do.
+    /// An engine that would not open: say which directory and what to do, by the store's error code.
     init(opening error: Projections.ValidationError, directory: String) {
         var text = error.message
-        if (text.contains("corrupt") || text.contains("damaged")) && !text.contains("parley verify") {
+        switch error.storageError?.code {
+        case .corruptBatch? where !text.contains("parley verify"):
             text +=
                 " The log is damaged: `parley verify` shows every problem; `parley repair --truncate-at-corruption` "
                 + "cuts the log there."
-        } else if text.contains("locked") || text.contains("another") {
+        case .locked?:
             text += " Stop the other `parley` using \(directory), or pass another --data DIR."
+        case .noSpace?:
+            text += " Free space on the disk holding \(directory), then run the command again."
+        default:
+            break
         }
         self.init(text)
     }

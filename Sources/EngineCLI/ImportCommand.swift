@@ -50,7 +50,7 @@ struct ImportCommand: ParsableCommand {
             let chunk = Array(envelopes[start..<min(start + Self.chunkSize, envelopes.count)])
             let result: ApplyResult
             do {
-                result = try engine.apply(chunk, skipInvalid: true)
+                result = try engine.applyAndWait(chunk, skipInvalid: true)
             } catch {
                 throw CLIError(error.problems.first.map { $0.message } ?? "appending failed")
             }
@@ -70,7 +70,7 @@ struct ImportCommand: ParsableCommand {
         let warnings = Self.disagreements(plan, engine: engine)
         let summary = Summary(
             file: file, format: format.rawValue, appended: appended, duplicates: duplicates, invalid: invalid.count,
-            head: engine.log.head.rawValue, problems: invalid.map(Summary.Problem.init), warnings: warnings,
+            head: engine.store.head.rawValue, problems: invalid.map(Summary.Problem.init), warnings: warnings,
             notes: plan.notes)
         if json {
             try Output.json(summary)

@@ -33,7 +33,7 @@ struct ReplayCommand: ParsableCommand {
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         let result = Result(
             events: events, seconds: seconds, eventsPerSecond: seconds > 0 ? Double(events) / seconds : 0,
-            stateDigest: engine.stateDigest, headDigest: engine.log.headDigest)
+            stateDigest: engine.stateDigest, headDigest: engine.store.headDigest)
         if json {
             try Output.json(result)
         } else {

@@ -28,7 +28,7 @@ struct SimulateCommand: ParsableCommand {
                 + String(
                     format: "%.1f s (%@ events/s, validated and durable)", report.seconds,
                     Output.number(report.eventsPerSecond)))
-        print("head digest \(engine.log.headDigest)")
+        print("head digest \(engine.store.headDigest)")
     }
 }
 

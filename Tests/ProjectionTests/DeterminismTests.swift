@@ -21,99 +21,100 @@ struct RandomDriver {
     mutating func user() -> UserID { pick(users)! }
     mutating func chance(_ percent: UInt64) -> Bool { random.next() % 100 < percent }
 
-    mutating func step(_ engine: Engine) {
+    mutating func step(_ engine: Engine) async {
         clock += Int64(random.next() % 60_000)
         let time = clock
-        let before = engine.log.head
+        let before = engine.store.head
         do {
             switch random.next() % 28 {
             case 0, 1:
                 let u = user()
                 let phone = chance(80) ? "+1415555\(String(format: "%04d", random.next() % 10_000))" : "12"
-                try engine.register(
+                try await engine.register(
                     u, method: .phone, phone: phone, name: chance(90) ? u.rawValue.uppercased() : "", time: time)
             case 2:
-                try engine.updateProfile(
+                try await engine.updateProfile(
                     ProfileUpdated(
                         user: user(), name: chance(50) ? "N\(random.next() % 9)" : nil,
                         location: chance(50) ? Location(city: pick(["Austin", "Oslo"])!) : nil,
                         interests: chance(50) ? [pick(["dogs", "chess", "hiking"])!] : nil), time: time)
-            case 3, 4: try engine.requestFriend(from: user(), to: user(), time: time)
-            case 5, 6: try engine.acceptFriend(user(), from: user(), time: time)
-            case 7: try engine.declineFriend(user(), from: user(), time: time)
-            case 8: try engine.cancelFriendRequest(from: user(), to: user(), time: time)
-            case 9: try engine.unfriend(user(), user(), time: time)
+            case 3, 4: try await engine.requestFriend(from: user(), to: user(), time: time)
+            case 5, 6: try await engine.acceptFriend(user(), from: user(), time: time)
+            case 7: try await engine.declineFriend(user(), from: user(), time: time)
+            case 8: try await engine.cancelFriendRequest(from: user(), to: user(), time: time)
+            case 9: try await engine.unfriend(user(), user(), time: time)
             case 10:
                 if chance(50) {
-                    try engine.block(user(), user(), time: time)
+                    try await engine.block(user(), user(), time: time)
                 } else {
-                    try engine.unblock(user(), user(), time: time)
+                    try await engine.unblock(user(), user(), time: time)
                 }
             case 11:
-                let room = try engine.createGroup(
+                let room = try await engine.createGroup(
                     by: user(), name: "G\(random.next() % 5)", members: [user(), user()], time: time)
                 rooms.append(room)
-            case 12: try engine.join(pick(rooms) ?? "none", user: user(), time: time)
-            case 13: try engine.leave(pick(rooms) ?? "none", user: user(), time: time)
+            case 12: try await engine.join(pick(rooms) ?? "none", user: user(), time: time)
+            case 13: try await engine.leave(pick(rooms) ?? "none", user: user(), time: time)
             case 14, 15, 16:
-                let sent = try engine.sendMessage(
+                let sent = try await engine.sendMessage(
                     from: user(), to: user(), body: chance(95) ? "hello \(random.next() % 1000)" : "", time: time)
                 messages.append((sent.room, sent.message))
                 if sent.createdRoom { rooms.append(sent.room) }
             case 17:
                 let kind: MessageKind = chance(50) ? .image : .video
-                let sent = try engine.sendMessage(
+                let sent = try await engine.sendMessage(
                     in: pick(rooms) ?? "none", from: user(), kind: kind,
                     media: chance(90) ? Media(url: "https://cdn.example/\(random.next() % 100)") : nil, time: time)
                 messages.append((sent.room, sent.message))
             case 18:
                 if let (room, message) = pick(messages) {
-                    try engine.editMessage(
+                    try await engine.editMessage(
                         message, in: room, by: user(), body: "edited \(random.next() % 10)", time: time)
                 }
             case 19:
                 if let (room, message) = pick(messages) {
-                    try engine.deleteMessage(message, in: room, by: user(), time: time)
+                    try await engine.deleteMessage(message, in: room, by: user(), time: time)
                 }
             case 20:
                 if let (room, message) = pick(messages) {
-                    try engine.markRead(room, user: user(), upTo: chance(50) ? message : nil, time: time)
+                    try await engine.markRead(room, user: user(), upTo: chance(50) ? message : nil, time: time)
                 }
             case 21:
-                let activity = try engine.hostActivity(
+                let activity = try await engine.hostActivity(
                     host: user(), kind: pick([.party, .walk, .gameNight, .other])!, title: "A\(random.next() % 7)",
                     startsAt: clock + Int64(random.next() % 86_400_000), time: time)
                 activities.append(activity)
             case 22:
-                try engine.invite(
+                try await engine.invite(
                     [user(), user()].count == 2 && chance(50) ? [user()] : [user(), user()],
                     to: pick(activities) ?? "none", by: user(), time: time)
             case 23:
-                try engine.rsvp(
+                try await engine.rsvp(
                     pick(activities) ?? "none", user: user(), answer: pick([.going, .maybe, .declined])!, time: time)
             case 24:
                 if chance(50) {
-                    try engine.revokeInvitation(user(), from: pick(activities) ?? "none", by: user(), time: time)
+                    try await engine.revokeInvitation(user(), from: pick(activities) ?? "none", by: user(), time: time)
                 } else if chance(30) {
-                    try engine.cancelActivity(pick(activities) ?? "none", by: user(), time: time)
+                    try await engine.cancelActivity(pick(activities) ?? "none", by: user(), time: time)
                 } else {
-                    try engine.updateActivity(
+                    try await engine.updateActivity(
                         ActivityUpdated(activity: pick(activities) ?? "none", title: "T\(random.next() % 3)"),
                         by: user(), time: time)
                 }
             case 25:
-                try engine.defineFeeling(FeelingID("f\(random.next() % 4)"), name: "Feeling", emoji: "🙂", time: time)
+                try await engine.defineFeeling(
+                    FeelingID("f\(random.next() % 4)"), name: "Feeling", emoji: "🙂", time: time)
             default:
-                try engine.tagGratitude(
+                try await engine.tagGratitude(
                     author: user(), recipient: "friend", body: chance(90) ? "thanks" : "",
                     feeling: FeelingID("f\(random.next() % 4)"),
                     time: time)
             }
             // A few cases pick from empty lists and run nothing.
-            if engine.log.head > before { accepted += 1 }
+            if engine.store.head > before { accepted += 1 }
         } catch {
             rejected += 1
-            #expect(engine.log.head == before, "\(error)")
+            #expect(engine.store.head == before, "\(error)")
         }
     }
 }
@@ -135,7 +136,7 @@ func sampleAnswers(_ engine: Engine) throws -> String {
 
 @Suite struct DeterminismTests {
     @Test(arguments: [1, 2, 3, 4, 5, 6] as [UInt64])
-    func liveReplayAndSnapshotPlusTailAgree(seed: UInt64) throws {
+    func liveReplayAndSnapshotPlusTailAgree(seed: UInt64) async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("parley-random-\(UUID())").path
         defer { try? FileManager.default.removeItem(atPath: directory) }
         var driver = RandomDriver(seed: seed)
@@ -146,7 +147,7 @@ func sampleAnswers(_ engine: Engine) throws -> String {
             let engine = try Engine.open(directory: directory, configuration: testConfiguration)
             defer { try? engine.close() }
             for step in 0..<1500 {
-                driver.step(engine)
+                await driver.step(engine)
                 if step == 900 { snapshotAt = try engine.writeSnapshot() }
             }
             liveDigest = engine.stateDigest
@@ -168,7 +169,7 @@ func sampleAnswers(_ engine: Engine) throws -> String {
         #expect(try sampleAnswers(reopened) == liveAnswers)
     }
 
-    @Test func aDamagedOrForeignVersionSnapshotIsIgnored() throws {
+    @Test func aDamagedOrForeignVersionSnapshotIsIgnored() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("parley-snap-\(UUID())").path
         defer { try? FileManager.default.removeItem(atPath: directory) }
         var driver = RandomDriver(seed: 99)
@@ -177,9 +178,9 @@ func sampleAnswers(_ engine: Engine) throws -> String {
         do {
             let engine = try Engine.open(directory: directory, configuration: testConfiguration)
             defer { try? engine.close() }
-            for _ in 0..<300 { driver.step(engine) }
+            for _ in 0..<300 { await driver.step(engine) }
             let position = try engine.writeSnapshot()
-            path = directory + "/" + Snapshots.fileName(position.rawValue)
+            path = directory + "/" + snapshotFileName(position)
             digest = engine.stateDigest
         }
         var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
@@ -212,28 +213,26 @@ func sampleAnswers(_ engine: Engine) throws -> String {
         #expect(engine.stateDigest == digest)
     }
 
-    @Test func aReplayInTwoStretchesFoldsLikeOneWhole() throws {
-        try withEngine { engine, _ in
+    @Test func aReplayInTwoStretchesFoldsLikeOneWhole() async throws {
+        try await withEngine { engine, _ in
             var driver = RandomDriver(seed: 11)
-            for _ in 0..<2500 { driver.step(engine) }
+            for _ in 0..<2500 { await driver.step(engine) }
             var whole = ProjectionState()
-            try Engine.fold(log: engine.log, into: &whole)
-            #expect(whole.position == engine.log.head.rawValue)
+            try Engine.fold(store: engine.store, into: &whole)
+            #expect(whole.position == engine.store.head.rawValue)
             #expect(whole.digest() == engine.stateDigest)
             var partial = ProjectionState()
-            try engine.log.forEach(from: .first) { record in
-                if record.position.rawValue <= 700 { partial.fold(record) }
-            }
-            try Engine.fold(log: engine.log, into: &partial)
+            for record in try engine.store.read(from: .first, limit: 700) { partial.fold(record) }
+            try Engine.fold(store: engine.store, into: &partial)
             #expect(partial.digest() == whole.digest())
         }
     }
 
-    @Test func snapshotEncodingRoundTripsExactly() throws {
-        try withEngine { engine, _ in
+    @Test func snapshotEncodingRoundTripsExactly() async throws {
+        try await withEngine { engine, _ in
             var driver = RandomDriver(seed: 5)
-            for _ in 0..<300 { driver.step(engine) }
-            let state = engine.state.withLock { $0 }
+            for _ in 0..<300 { await driver.step(engine) }
+            let state = engine.durable.read { (state: borrowing ProjectionState) in copy state }
             let bytes = state.encodedState()
             let decoded = try ProjectionState(encodedState: bytes)
             #expect(decoded.encodedState() == bytes)

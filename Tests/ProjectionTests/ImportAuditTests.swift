@@ -13,10 +13,10 @@ import Testing
         #"{"id":"00000000-0000-4000-8000-000000000005","time":"2026-11-20T09:04:00.000Z","type":"MessageEdited","data":{"room":"r1","message":"m1","body":"hello!"}}"#,
     ]
 
-    @Test func importAppliesTheSameRulesAndIsIdempotent() throws {
-        try withEngine { engine, _ in
+    @Test func importAppliesTheSameRulesAndIsIdempotent() async throws {
+        try await withEngine { engine, _ in
             let events = try lines.map { try EventEnvelope(jsonLine: $0) }
-            let result = try engine.apply(events)
+            let result = try await engine.apply(events)
             #expect(result.appended == (1...5).map { Position(UInt64($0)) })
             #expect(result.duplicates == 0)
             // The edit's actor is derived from the state: the sender.
@@ -27,15 +27,15 @@ import Testing
             #expect(try engine.messages("r1").messages.map(\.body) == ["hello!"])
             #expect(engine.rooms("ben").first?.unread == 1)
 
-            let again = try engine.apply(events)
+            let again = try await engine.apply(events)
             #expect(again.appended.isEmpty)
             #expect(again.duplicates == 5)
-            #expect(engine.log.head == Position(5))
+            #expect(engine.store.head == Position(5))
         }
     }
 
-    @Test func anInvalidEventRejectsTheWholeBatchAndEveryProblemIsReported() throws {
-        try withEngine { engine, _ in
+    @Test func anInvalidEventRejectsTheWholeBatchAndEveryProblemIsReported() async throws {
+        try await withEngine { engine, _ in
             var events = try lines.map { try EventEnvelope(jsonLine: $0) }
             events.append(
                 EventEnvelope(
@@ -49,15 +49,15 @@ import Testing
             #expect(problems.map(\.index) == [5, 6])
             #expect(problems.map(\.code) == [.userNotFound, .duplicateID])
             do throws(BatchValidationError) {
-                try engine.apply(events)
+                try await engine.apply(events)
                 Issue.record("an invalid batch was applied")
             } catch {
                 #expect(error.problems.map(\.code) == [.userNotFound, .duplicateID])
             }
-            #expect(engine.log.head == .zero)
+            #expect(engine.store.head == .zero)
             #expect(engine.rooms("ana").isEmpty)
 
-            let partial = try engine.apply(events, skipInvalid: true)
+            let partial = try await engine.apply(events, skipInvalid: true)
             #expect(partial.appended.count == 6)
             #expect(partial.skipped.map(\.index) == [5, 6])
             #expect(engine.requests("ben").incoming == ["ana"])
@@ -65,9 +65,9 @@ import Testing
         }
     }
 
-    @Test func anImportCannotReachAStateCommandsCannot() throws {
-        try withEngine { engine, _ in
-            try engine.register("ana", method: .google)
+    @Test func anImportCannotReachAStateCommandsCannot() async throws {
+        try await withEngine { engine, _ in
+            try await engine.register("ana", method: .google)
             // A message into a room nobody created, and a friendship nobody requested.
             let events = [
                 EventEnvelope(
@@ -79,14 +79,15 @@ import Testing
         }
     }
 
-    @Test func auditFindsEventsByActorTypeStreamAndTime() throws {
-        try withEngine { engine, _ in
-            try engine.register("ann", method: .google, name: "Ann", time: at(minutes: 0))
-            try engine.register("ben", method: .google, name: "Ben", time: at(minutes: 1))
-            let first = try engine.sendMessage(from: "ann", to: "ben", body: "one", room: "d1", time: at(minutes: 2))
-            try engine.sendMessage(from: "ben", to: "ann", body: "two", time: at(minutes: 3))
-            try engine.sendMessage(from: "ann", to: "ben", body: "three", time: at(minutes: 4))
-            try engine.editMessage(first.message, in: "d1", by: "ann", body: "one!", time: at(minutes: 5))
+    @Test func auditFindsEventsByActorTypeStreamAndTime() async throws {
+        try await withEngine { engine, _ in
+            try await engine.register("ann", method: .google, name: "Ann", time: at(minutes: 0))
+            try await engine.register("ben", method: .google, name: "Ben", time: at(minutes: 1))
+            let first = try await engine.sendMessage(
+                from: "ann", to: "ben", body: "one", room: "d1", time: at(minutes: 2))
+            try await engine.sendMessage(from: "ben", to: "ann", body: "two", time: at(minutes: 3))
+            try await engine.sendMessage(from: "ann", to: "ben", body: "three", time: at(minutes: 4))
+            try await engine.editMessage(first.message, in: "d1", by: "ann", body: "one!", time: at(minutes: 5))
 
             #expect(try engine.audit(actor: "ann").map(\.position.rawValue) == [1, 3, 4, 6, 7])
             #expect(try engine.audit(actor: "ann", type: "MessageSent").map(\.position.rawValue) == [4, 6])
@@ -106,10 +107,10 @@ import Testing
         }
     }
 
-    @Test func queryResultsEncodeNullsExplicitly() throws {
-        try withEngine { engine, _ in
-            try engine.register("ann", method: .google, name: "Ann")
-            try engine.createGroup("g", by: "ann", name: "Quiet", members: [])
+    @Test func queryResultsEncodeNullsExplicitly() async throws {
+        try await withEngine { engine, _ in
+            try await engine.register("ann", method: .google, name: "Ann")
+            try await engine.createGroup("g", by: "ann", name: "Quiet", members: [])
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys]
             let rooms = String(decoding: try encoder.encode(engine.rooms("ann")), as: UTF8.self)
@@ -127,18 +128,18 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let engine = try Engine.open(directory: directory, configuration: testConfiguration)
         defer { try? engine.close() }
-        try engine.register("ann", method: .google, name: "Ann")
-        try engine.register("ben", method: .google, name: "Ben")
+        try await engine.register("ann", method: .google, name: "Ann")
+        try await engine.register("ben", method: .google, name: "Ben")
         var updates = engine.roomListUpdates("ben").makeAsyncIterator()
         #expect(await updates.next() == [])
-        let sent = try engine.sendMessage(from: "ann", to: "ben", body: "ping")
+        let sent = try await engine.sendMessage(from: "ann", to: "ben", body: "ping")
         let list = try #require(await updates.next())
         #expect(list.map(\.room) == [sent.room])
         #expect(list.first?.unread == 1)
 
         var messages = engine.messageUpdates(sent.room, limit: 10).makeAsyncIterator()
         #expect(await messages.next()?.messages.map(\.body) == ["ping"])
-        try engine.sendMessage(in: sent.room, from: "ben", body: "pong")
+        try await engine.sendMessage(in: sent.room, from: "ben", body: "pong")
         #expect(await messages.next()?.messages.map(\.body) == ["ping", "pong"])
     }
 }

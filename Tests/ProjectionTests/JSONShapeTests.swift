@@ -12,26 +12,26 @@ import Testing
         return String(decoding: try encoder.encode(value), as: UTF8.self)
     }
 
-    @Test func everyQueryEncodesItsDocumentedShape() throws {
-        try withEngine { engine, _ in
-            try engine.register("ann", method: .email, email: "ann@x.example", name: "Ann", time: at(minutes: 0))
-            try engine.register("ben", method: .google, name: "Ben", time: at(minutes: 0))
-            try engine.register("cal", method: .google, time: at(minutes: 0))
-            try engine.updateProfile(
+    @Test func everyQueryEncodesItsDocumentedShape() async throws {
+        try await withEngine { engine, _ in
+            try await engine.register("ann", method: .email, email: "ann@x.example", name: "Ann", time: at(minutes: 0))
+            try await engine.register("ben", method: .google, name: "Ben", time: at(minutes: 0))
+            try await engine.register("cal", method: .google, time: at(minutes: 0))
+            try await engine.updateProfile(
                 ProfileUpdated(user: "ann", location: Location(city: "Oslo"), interests: ["chess"]))
-            try engine.updateProfile(
+            try await engine.updateProfile(
                 ProfileUpdated(user: "cal", location: Location(city: "Oslo"), interests: ["chess"]))
-            try befriend(engine, "ann", "ben", time: at(minutes: 1))
-            try befriend(engine, "ben", "cal", time: at(minutes: 1))
-            try engine.requestFriend(from: "ann", to: "cal", time: at(minutes: 2))
-            let sent = try engine.sendMessage(
+            try await befriend(engine, "ann", "ben", time: at(minutes: 1))
+            try await befriend(engine, "ben", "cal", time: at(minutes: 1))
+            try await engine.requestFriend(from: "ann", to: "cal", time: at(minutes: 2))
+            let sent = try await engine.sendMessage(
                 from: "ben", to: "ann", body: "hi", message: "m1", room: "d1", time: at(minutes: 3))
-            try engine.hostActivity(
+            try await engine.hostActivity(
                 "p1", host: "ann", kind: .party, title: "Party", startsAt: at(minutes: 60), room: "p1-chat",
                 time: at(minutes: 4))
-            try engine.invite(["ben"], to: "p1", by: "ann", time: at(minutes: 5))
-            try engine.defineFeeling("joy", name: "Joy", emoji: "😊")
-            try engine.tagGratitude(
+            try await engine.invite(["ben"], to: "p1", by: "ann", time: at(minutes: 5))
+            try await engine.defineFeeling("joy", name: "Joy", emoji: "😊")
+            try await engine.tagGratitude(
                 "g1", author: "ann", recipient: "Mom", body: "thanks", feeling: "joy", time: at(minutes: 6))
 
             #expect(

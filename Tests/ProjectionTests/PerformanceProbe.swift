@@ -144,7 +144,7 @@ struct PerformanceProbe {
             for round in 0..<4 {
                 let elapsed = try clock.measure {
                     var state = ProjectionState()
-                    try Engine.fold(log: log, into: &state)
+                    try Engine.fold(store: log, into: &state)
                 }
                 print("PERF round \(round) replay from the log: \(elapsed)")
             }

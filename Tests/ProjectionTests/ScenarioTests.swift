@@ -4,30 +4,31 @@ import Testing
 
 @testable import Projections
 
-func befriend(_ engine: Engine, _ a: UserID, _ b: UserID, time: Int64? = nil) throws {
-    try engine.requestFriend(from: a, to: b, time: time)
-    try engine.acceptFriend(b, from: a, time: time)
+func befriend(_ engine: Engine, _ a: UserID, _ b: UserID, time: Int64? = nil) async throws {
+    try await engine.requestFriend(from: a, to: b, time: time)
+    try await engine.acceptFriend(b, from: a, time: time)
 }
 
 /// One scenario per seed app, written as that app's users would act. Answers are asserted exactly.
 @Suite struct ScenarioTests {
     /// WagChat: two dog owners match, become friends, schedule a walk, and chat about it.
-    @Test func wagChatPairSchedulesAWalkAndChats() throws {
-        try withEngine { engine, _ in
-            try engine.register(
+    @Test func wagChatPairSchedulesAWalkAndChats() async throws {
+        try await withEngine { engine, _ in
+            try await engine.register(
                 "alice", method: .google, email: "alice@wag.example", name: "Alice", time: at(minutes: 0))
-            try engine.register("bob", method: .google, email: "bob@wag.example", name: "Bob", time: at(minutes: 1))
-            try engine.register(
+            try await engine.register(
+                "bob", method: .google, email: "bob@wag.example", name: "Bob", time: at(minutes: 1))
+            try await engine.register(
                 "carol", method: .google, email: "carol@wag.example", name: "Carol", time: at(minutes: 2))
-            try engine.updateProfile(
+            try await engine.updateProfile(
                 ProfileUpdated(
                     user: "alice", photoURL: "https://wag.example/alice.jpg", location: Location(city: "Austin"),
                     interests: ["hiking", "corgis"], dogs: [Dog(name: "Rex", breed: "corgi", ageYears: 3)]),
                 time: at(minutes: 3))
-            try engine.updateProfile(
+            try await engine.updateProfile(
                 ProfileUpdated(user: "bob", location: Location(city: "Austin"), interests: ["Corgis", "fetch"]),
                 time: at(minutes: 4))
-            try engine.updateProfile(
+            try await engine.updateProfile(
                 ProfileUpdated(user: "carol", location: Location(city: "Denver"), interests: ["hiking"]),
                 time: at(minutes: 5))
             #expect(
@@ -36,28 +37,28 @@ func befriend(_ engine: Engine, _ a: UserID, _ b: UserID, time: Int64? = nil) th
                     Suggestion(user: "carol", sharedInterests: 1, sameCity: false, mutual: 0),
                 ])
 
-            try engine.requestFriend(from: "alice", to: "bob", time: at(minutes: 10))
+            try await engine.requestFriend(from: "alice", to: "bob", time: at(minutes: 10))
             #expect(
                 engine.relationship("bob", "alice")
                     == Relationship(kind: .requestReceived, label: "Wants to be friends", mutual: 0))
-            try engine.acceptFriend("bob", from: "alice", time: at(minutes: 11))
+            try await engine.acceptFriend("bob", from: "alice", time: at(minutes: 11))
             #expect(engine.relationship("alice", "bob") == Relationship(kind: .friend, label: "Friend", mutual: 0))
             #expect(
                 engine.suggestions("alice") == [
                     Suggestion(user: "carol", sharedInterests: 1, sameCity: false, mutual: 0)
                 ])
 
-            let walk = try engine.hostActivity(
+            let walk = try await engine.hostActivity(
                 "walk1", host: "alice", kind: .walk, title: "Morning walk", description: "Rex and Max",
                 startsAt: at(minutes: 24 * 60), endsAt: at(minutes: 24 * 60 + 45), place: "Zilker Park",
                 time: at(minutes: 12))
-            try engine.invite(["bob"], to: walk, by: "alice", time: at(minutes: 13))
-            try engine.rsvp(walk, user: "bob", answer: .going, time: at(minutes: 14))
+            try await engine.invite(["bob"], to: walk, by: "alice", time: at(minutes: 13))
+            try await engine.rsvp(walk, user: "bob", answer: .going, time: at(minutes: 14))
 
-            let first = try engine.sendMessage(
+            let first = try await engine.sendMessage(
                 from: "alice", to: "bob", body: "See you at 9 by the gate?", time: at(minutes: 20))
             #expect(first.createdRoom)
-            try engine.sendMessage(from: "bob", to: "alice", body: "Yes! Max can't wait", time: at(minutes: 21))
+            try await engine.sendMessage(from: "bob", to: "alice", body: "Yes! Max can't wait", time: at(minutes: 21))
 
             let activity = try #require(engine.activity(walk))
             #expect(activity.guests == [GuestView(user: "bob", state: .going)])
@@ -97,22 +98,22 @@ func befriend(_ engine: Engine, _ a: UserID, _ b: UserID, time: Int64? = nil) th
     }
 
     /// LikeMinds: phone sign-ups; the first message creates the room; the room list and unread counts follow reads.
-    @Test func likeMindsPhoneSignUpFirstMessageCreatesTheRoom() throws {
-        try withEngine { engine, _ in
+    @Test func likeMindsPhoneSignUpFirstMessageCreatesTheRoom() async throws {
+        try await withEngine { engine, _ in
             let ravi = UserID("+919800000001")
             let priya = UserID("+919800000002")
             let amit = UserID("+919800000003")
-            try engine.register(ravi, method: .phone, phone: ravi.rawValue, time: at(minutes: 0))
-            try engine.updateProfile(ProfileUpdated(user: ravi, name: "Ravi"), time: at(minutes: 1))
-            try engine.register(priya, method: .phone, phone: priya.rawValue, name: "Priya", time: at(minutes: 2))
-            try engine.updateProfile(
+            try await engine.register(ravi, method: .phone, phone: ravi.rawValue, time: at(minutes: 0))
+            try await engine.updateProfile(ProfileUpdated(user: ravi, name: "Ravi"), time: at(minutes: 1))
+            try await engine.register(priya, method: .phone, phone: priya.rawValue, name: "Priya", time: at(minutes: 2))
+            try await engine.updateProfile(
                 ProfileUpdated(user: priya, photoURL: "https://img.example/priya.png"), time: at(minutes: 3))
-            try engine.register(amit, method: .phone, phone: amit.rawValue, time: at(minutes: 4))
+            try await engine.register(amit, method: .phone, phone: amit.rawValue, time: at(minutes: 4))
             #expect(engine.user(phone: "+919800000002") == priya)
             #expect(engine.user(phone: "+919800000009") == nil)
             #expect(engine.rooms(ravi).isEmpty)
 
-            let hello = try engine.sendMessage(from: ravi, to: priya, body: "hi there", time: at(minutes: 10))
+            let hello = try await engine.sendMessage(from: ravi, to: priya, body: "hi there", time: at(minutes: 10))
             #expect(hello.createdRoom)
             let details = try #require(engine.room(hello.room))
             #expect(details.kind == .direct)
@@ -131,25 +132,27 @@ func befriend(_ engine: Engine, _ a: UserID, _ b: UserID, time: Int64? = nil) th
             #expect(engine.rooms(ravi)[0].title == "Priya")
             #expect(engine.rooms(ravi)[0].unread == 0)
 
-            let second = try engine.sendMessage(from: ravi, to: priya, body: "are you free?", time: at(minutes: 11))
+            let second = try await engine.sendMessage(
+                from: ravi, to: priya, body: "are you free?", time: at(minutes: 11))
             #expect(!second.createdRoom)
             #expect(second.room == hello.room)
-            try engine.sendMessage(
+            try await engine.sendMessage(
                 from: ravi, to: priya, body: String(repeating: "call me ", count: 20), time: at(minutes: 12))
             #expect(engine.rooms(priya)[0].unread == 3)
             #expect(
                 engine.rooms(priya)[0].lastMessage?.preview
                     == String(String(repeating: "call me ", count: 20).prefix(80)))
 
-            try engine.markRead(hello.room, user: priya, upTo: hello.message, time: at(minutes: 13))
+            try await engine.markRead(hello.room, user: priya, upTo: hello.message, time: at(minutes: 13))
             #expect(engine.rooms(priya)[0].unread == 2)
-            try engine.sendMessage(from: priya, to: ravi, body: "yes, free now", time: at(minutes: 14))
+            try await engine.sendMessage(from: priya, to: ravi, body: "yes, free now", time: at(minutes: 14))
             #expect(engine.rooms(priya)[0].unread == 0)
             #expect(engine.rooms(ravi)[0].unread == 1)
-            try engine.markRead(hello.room, user: ravi, time: at(minutes: 15))
+            try await engine.markRead(hello.room, user: ravi, time: at(minutes: 15))
             #expect(engine.rooms(ravi)[0].unread == 0)
 
-            let fromAmit = try engine.sendMessage(from: amit, to: ravi, body: "hello from Amit", time: at(minutes: 16))
+            let fromAmit = try await engine.sendMessage(
+                from: amit, to: ravi, body: "hello from Amit", time: at(minutes: 16))
             let raviRooms = engine.rooms(ravi)
             #expect(raviRooms.map(\.room) == [fromAmit.room, hello.room])
             #expect(raviRooms.map(\.title) == [amit.rawValue, "Priya"])  // Amit has no name: his id
@@ -159,19 +162,21 @@ func befriend(_ engine: Engine, _ a: UserID, _ b: UserID, time: Int64? = nil) th
     }
 
     /// ChatApp: an exchange of text, image and video, with paging, edits and deletions.
-    @Test func chatAppExchangesTextImageAndVideo() throws {
-        try withEngine { engine, _ in
-            try engine.register("uidA", method: .email, email: "ana@chat.example", name: "Ana", time: at(minutes: 0))
-            try engine.register("uidB", method: .email, email: "ben@chat.example", name: "Ben", time: at(minutes: 0))
-            let text = try engine.sendMessage(
+    @Test func chatAppExchangesTextImageAndVideo() async throws {
+        try await withEngine { engine, _ in
+            try await engine.register(
+                "uidA", method: .email, email: "ana@chat.example", name: "Ana", time: at(minutes: 0))
+            try await engine.register(
+                "uidB", method: .email, email: "ben@chat.example", name: "Ben", time: at(minutes: 0))
+            let text = try await engine.sendMessage(
                 from: "uidA", to: "uidB", body: "Hello Ben", message: "m1", time: at(minutes: 1))
             let image = Media(
                 url: "https://firebasestorage.example/img/1.jpg", mimeType: "image/jpeg", width: 800, height: 600)
-            try engine.sendMessage(
+            try await engine.sendMessage(
                 in: text.room, from: "uidA", kind: .image, media: image, message: "m2", time: at(minutes: 2))
             let video = Media(
                 url: "https://firebasestorage.example/video/2.mov", mimeType: "video/quicktime", durationMs: 4200)
-            try engine.sendMessage(
+            try await engine.sendMessage(
                 in: text.room, from: "uidB", kind: .video, media: video, message: "m3", time: at(minutes: 3))
 
             #expect(engine.rooms("uidA")[0].lastMessage?.preview == "[video]")
@@ -190,8 +195,8 @@ func befriend(_ engine: Engine, _ a: UserID, _ b: UserID, time: Int64? = nil) th
             #expect(older.messages[0].body == "Hello Ben")
             #expect(older.before == nil)
 
-            try engine.editMessage("m1", in: text.room, by: "uidA", body: "Hello Ben!", time: at(minutes: 4))
-            try engine.deleteMessage("m2", in: text.room, by: "uidA", time: at(minutes: 5))
+            try await engine.editMessage("m1", in: text.room, by: "uidA", body: "Hello Ben!", time: at(minutes: 4))
+            try await engine.deleteMessage("m2", in: text.room, by: "uidA", time: at(minutes: 5))
             let page = try engine.messages(text.room)
             #expect(
                 page.messages == [
@@ -208,7 +213,7 @@ func befriend(_ engine: Engine, _ a: UserID, _ b: UserID, time: Int64? = nil) th
             #expect(page.before == nil)
             #expect(engine.room(text.room)?.messageCount == 2)
 
-            try engine.deleteMessage("m3", in: text.room, by: "uidB", time: at(minutes: 6))
+            try await engine.deleteMessage("m3", in: text.room, by: "uidB", time: at(minutes: 6))
             #expect(engine.rooms("uidA")[0].lastMessage?.preview == "Message deleted")
             #expect(engine.rooms("uidA")[0].unread == 0)
 
@@ -220,18 +225,18 @@ func befriend(_ engine: Engine, _ a: UserID, _ b: UserID, time: Int64? = nil) th
     }
 
     /// Ripple: a user's gratitude history and per-feeling counts.
-    @Test func rippleGratitudeHistoryAndFeelingCounts() throws {
-        try withEngine { engine, _ in
-            try engine.defineFeeling("joy", name: "Joy", emoji: "😊")
-            try engine.defineFeeling("calm", name: "Calm", emoji: "😌")
-            try engine.defineFeeling("proud", name: "Proud", emoji: "🦁")
-            try engine.register(
+    @Test func rippleGratitudeHistoryAndFeelingCounts() async throws {
+        try await withEngine { engine, _ in
+            try await engine.defineFeeling("joy", name: "Joy", emoji: "😊")
+            try await engine.defineFeeling("calm", name: "Calm", emoji: "😌")
+            try await engine.defineFeeling("proud", name: "Proud", emoji: "🦁")
+            try await engine.register(
                 "tim", method: .email, email: "tim@ripple.example", name: "Timothy", time: at(minutes: 0))
-            try engine.tagGratitude(
+            try await engine.tagGratitude(
                 "g1", author: "tim", recipient: "Mom", body: "Thanks for dinner", feeling: "joy", time: at(minutes: 1))
-            try engine.tagGratitude(
+            try await engine.tagGratitude(
                 "g2", author: "tim", recipient: "Sam", body: "For the walk", feeling: "calm", time: at(minutes: 2))
-            try engine.tagGratitude(
+            try await engine.tagGratitude(
                 "g3", author: "tim", recipient: "Dad", body: "For the advice", feeling: "joy", time: at(minutes: 3))
             let summary = engine.gratitude("tim")
             #expect(summary.total == 3)
@@ -254,15 +259,15 @@ func befriend(_ engine: Engine, _ a: UserID, _ b: UserID, time: Int64? = nil) th
     }
 
     /// Zimmr: a host invites friends and connections; RSVPs shape the activity chat; labels name the ties.
-    @Test func zimmrHostInvitesFriendsAndConnections() throws {
-        try withEngine { engine, _ in
+    @Test func zimmrHostInvitesFriendsAndConnections() async throws {
+        try await withEngine { engine, _ in
             for name in ["zoe", "ann", "ben", "gus", "dan", "cal", "eve"] {
-                try engine.register(
+                try await engine.register(
                     UserID(name), method: .email, email: "\(name)@zimmr.example", name: name.capitalized)
             }
-            for friend in ["ann", "ben", "gus"] { try befriend(engine, "zoe", UserID(friend)) }
-            for friend in ["ann", "ben", "gus"] { try befriend(engine, "dan", UserID(friend)) }
-            try befriend(engine, "ann", "cal")
+            for friend in ["ann", "ben", "gus"] { try await befriend(engine, "zoe", UserID(friend)) }
+            for friend in ["ann", "ben", "gus"] { try await befriend(engine, "dan", UserID(friend)) }
+            try await befriend(engine, "ann", "cal")
 
             #expect(engine.friends("zoe") == ["ann", "ben", "gus"])
             #expect(
@@ -275,19 +280,21 @@ func befriend(_ engine: Engine, _ a: UserID, _ b: UserID, time: Int64? = nil) th
                 engine.relationship("zoe", "cal")
                     == Relationship(kind: .connection, label: "1 mutual friend", mutual: 1))
             #expect(engine.relationship("zoe", "eve") == Relationship(kind: .none, label: "Not connected", mutual: 0))
-            try engine.requestFriend(from: "zoe", to: "eve")
+            try await engine.requestFriend(from: "zoe", to: "eve")
             #expect(engine.relationship("zoe", "eve").label == "Friend request sent")
             #expect(engine.relationship("eve", "zoe").label == "Wants to be friends")
             #expect(engine.requests("eve") == FriendRequests(incoming: ["zoe"], outgoing: []))
 
-            let party = try engine.hostActivity(
+            let party = try await engine.hostActivity(
                 "party1", host: "zoe", kind: .gameNight, title: "Game night at Zoe's", startsAt: at(minutes: 600),
                 place: "Zoe's place", time: at(minutes: 1))
-            expectRejected(engine, .notFriendOrConnection) { try engine.invite(["eve"], to: party, by: "zoe") }
-            try engine.invite(["ann", "ben", "dan", "cal"], to: party, by: "zoe", time: at(minutes: 2))
-            try engine.rsvp(party, user: "ann", answer: .going, time: at(minutes: 3))
-            try engine.rsvp(party, user: "ben", answer: .maybe, time: at(minutes: 4))
-            try engine.rsvp(party, user: "dan", answer: .declined, time: at(minutes: 5))
+            await expectRejected(engine, .notFriendOrConnection) {
+                try await engine.invite(["eve"], to: party, by: "zoe")
+            }
+            try await engine.invite(["ann", "ben", "dan", "cal"], to: party, by: "zoe", time: at(minutes: 2))
+            try await engine.rsvp(party, user: "ann", answer: .going, time: at(minutes: 3))
+            try await engine.rsvp(party, user: "ben", answer: .maybe, time: at(minutes: 4))
+            try await engine.rsvp(party, user: "dan", answer: .declined, time: at(minutes: 5))
 
             var view = try #require(engine.activity(party))
             #expect(
@@ -300,18 +307,19 @@ func befriend(_ engine: Engine, _ a: UserID, _ b: UserID, time: Int64? = nil) th
             #expect(engine.room("party1-chat")?.members == ["ann", "ben", "cal", "zoe"])
             #expect(engine.room("party1-chat")?.title == "Game night at Zoe's")
 
-            try engine.revokeInvitation("cal", from: party, by: "zoe", time: at(minutes: 6))
-            try engine.rsvp(party, user: "dan", answer: .going, time: at(minutes: 7))
+            try await engine.revokeInvitation("cal", from: party, by: "zoe", time: at(minutes: 6))
+            try await engine.rsvp(party, user: "dan", answer: .going, time: at(minutes: 7))
             view = try #require(engine.activity(party))
             #expect(view.guests.map(\.user) == ["ann", "ben", "dan"])
             #expect(view.counts == GuestCounts(invited: 0, going: 2, maybe: 1, declined: 0))
             #expect(engine.room("party1-chat")?.members == ["ann", "ben", "dan", "zoe"])
             #expect(engine.rooms("cal").isEmpty)
 
-            try engine.sendMessage(in: "party1-chat", from: "ann", body: "What should I bring?", time: at(minutes: 8))
+            try await engine.sendMessage(
+                in: "party1-chat", from: "ann", body: "What should I bring?", time: at(minutes: 8))
             #expect(engine.rooms("dan").first?.unread == 1)
             #expect(engine.rooms("dan").first?.title == "Game night at Zoe's")
-            try engine.updateActivity(
+            try await engine.updateActivity(
                 ActivityUpdated(activity: party, title: "Board games at Zoe's"), by: "zoe", time: at(minutes: 9))
             #expect(engine.rooms("dan").first?.title == "Board games at Zoe's")
             #expect(
@@ -321,11 +329,13 @@ func befriend(_ engine: Engine, _ a: UserID, _ b: UserID, time: Int64? = nil) th
                         role: .guest, rsvp: .going)
                 ])
 
-            try engine.cancelActivity(party, by: "zoe", time: at(minutes: 10))
+            try await engine.cancelActivity(party, by: "zoe", time: at(minutes: 10))
             #expect(engine.feed("ann", from: at(minutes: 0)).isEmpty)
             #expect(engine.activity(party)?.cancelled == true)
             #expect(engine.rooms("ann").map(\.room).contains("party1-chat"))
-            expectRejected(engine, .activityCancelled) { try engine.rsvp(party, user: "ben", answer: .going) }
+            await expectRejected(engine, .activityCancelled) {
+                try await engine.rsvp(party, user: "ben", answer: .going)
+            }
         }
     }
 }

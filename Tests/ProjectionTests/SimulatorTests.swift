@@ -4,9 +4,9 @@ import Testing
 
 @testable import Projections
 
-@Test func simulatedWeekIsValidDeterministicAndReplaysToTheSameState() throws {
+@Test func simulatedWeekIsValidDeterministicAndReplaysToTheSameState() async throws {
     let options = Simulator.Options(users: 150, days: 3, seed: 7, chunkSize: 500)
-    let (first, firstDigest, replayDigest, counts) = try withEngine { engine, _ in
+    let (first, firstDigest, replayDigest, counts) = try await withEngine { engine, _ in
         let report = try Simulator(options: options).run(engine: engine)
         return (report, engine.stateDigest, try engine.replayDigest(), engine.counts())
     }
@@ -21,12 +21,12 @@ import Testing
     ] {
         #expect(first.byType[type, default: 0] > 0, "no \(type) in a simulated week")
     }
-    let (second, secondDigest) = try withEngine { engine, _ in
+    let (second, secondDigest) = try await withEngine { engine, _ in
         (try Simulator(options: options).run(engine: engine), engine.stateDigest)
     }
     #expect(second.events == first.events)
     #expect(secondDigest == firstDigest)
-    let other = try withEngine { engine, _ in
+    let other = try await withEngine { engine, _ in
         _ = try Simulator(options: Simulator.Options(users: 150, days: 3, seed: 8, chunkSize: 500)).run(engine: engine)
         return engine.stateDigest
     }

@@ -10,65 +10,44 @@ public struct SentMessage: Sendable, Hashable {
     public var position: Position
     /// Whether this message created the direct room.
     public var createdRoom: Bool
+
+    /// The message's position is the call's last; a call of two events also created the room.
+    init(room: RoomID, message: MessageID, positions: [Position]) {
+        self.room = room
+        self.message = message
+        self.position = positions.last ?? .zero
+        self.createdRoom = positions.count == 2
+    }
 }
 
 extension Engine {
-    /// Validates `events` (by `validate`, default: every rule for each event against the current state),
-    /// appends them in one atomic call, and folds them — all under the state lock.
-    func execute(
-        _ events: [DomainEvent], actor: String, time: Int64?,
-        validate: ((borrowing ProjectionState) throws(ValidationError) -> Void)? = nil
-    ) throws(ValidationError) -> [Position] {
-        let stamp = time ?? Timestamp.now()
-        return try state.withLock { (current: inout ProjectionState) throws(ValidationError) -> [Position] in
-            try Engine.fold(log: log, into: &current)
-            if let validate {
-                try validate(current)
-            } else {
-                for event in events { try current.validate(event, actor: actor) }
-            }
-            var proposals: [ProposedRecord] = []
-            var payloads: [[UInt8]] = []
-            proposals.reserveCapacity(events.count)
-            for event in events {
-                let payload = event.encodedPayload()
-                payloads.append(payload)
-                proposals.append(
-                    ProposedRecord(
-                        id: .random(), stream: StreamName(event.stream), type: event.typeName, actor: actor,
-                        time: stamp,
-                        payload: payload))
-            }
-            let result: AppendResult
-            do throws(EventLogError) {
-                result = try log.appendAndWait(proposals)
-            } catch {
-                throw ValidationError(.storage, "appending \(events.map(\.typeName)) failed: \(error.message)")
-            }
-            // Fold straight from what was proposed when the positions follow on; otherwise read the log.
-            if result.positions.first?.rawValue == current.position + 1, !result.wasDuplicate.contains(true) {
-                for (index, event) in events.enumerated() {
-                    let position = result.positions[index].rawValue
-                    current.audit.record(
-                        position: position, time: stamp, actor: actor, type: event.typeName)
-                    current.position = position
-                    current.apply(event, position: position, time: stamp)
-                }
-            } else {
-                try Engine.fold(log: log, into: &current)
-            }
-            return result.positions
-        }
-    }
-
-    private func newID(_ prefix: String, exists: (borrowing ProjectionState, String) -> Bool) -> String {
+    /// A fresh id with `prefix` that `exists` says is not taken in `state`.
+    static func newID(
+        _ prefix: String, in state: borrowing ProjectionState, exists: (borrowing ProjectionState, String) -> Bool
+    ) -> String {
         while true {
             let id = EventID.random()
             var hex = String(id.high >> 16, radix: 16)
             hex = String(repeating: "0", count: 12 - hex.count) + hex
             let candidate = prefix + hex
-            if !state.withLock({ exists($0, candidate) }) { return candidate }
+            if !exists(state, candidate) { return candidate }
         }
+    }
+
+    /// When `message` was sent before by `sender` in `room` (a retry with the client's id), its positions
+    /// (the room's creation too, when that message created the room); nil when the id is new. Any other use
+    /// of the id is left to validation (`.duplicateID`).
+    static func earlierSend(
+        _ message: MessageID, room: RoomID?, sender: UserID, in s: borrowing ProjectionState
+    ) -> [UInt64]? {
+        guard let index = s.messageIDs.index(of: message.rawValue), let senderIndex = s.users.index(of: sender.rawValue)
+        else { return nil }
+        let record = s.chat.messages[Int(index)]
+        guard record.sender == senderIndex, room.map({ s.rooms.index(of: $0.rawValue) == record.room }) ?? true
+        else { return nil }
+        let created = s.chat.rooms[Int(record.room)].createdPosition
+        return created + 1 == record.position && s.chat.rooms[Int(record.room)].createdBy == senderIndex
+            ? [created, record.position] : [record.position]
     }
 
     // MARK: Accounts
@@ -81,17 +60,17 @@ extension Engine {
     public func register(
         _ user: UserID, method: RegistrationMethod, phone: String? = nil, email: String? = nil, name: String? = nil,
         time: Int64? = nil
-    ) throws(ValidationError) -> Position {
+    ) async throws(ValidationError) -> Position {
         let event = DomainEvent.userRegistered(
             UserRegistered(user: user, method: method, phone: phone, email: email, name: name))
-        return try execute([event], actor: user.rawValue, time: time)[0]
+        return try await execute([event], actor: user.rawValue, time: time)[0]
     }
 
     /// Patches a profile: present fields are set, absent ones kept.
     /// - Throws: ``ValidationError`` (`.userNotFound`, `.invalidName`, `.invalidURL`).
     @discardableResult
-    public func updateProfile(_ patch: ProfileUpdated, time: Int64? = nil) throws(ValidationError) -> Position {
-        try execute([.profileUpdated(patch)], actor: patch.user.rawValue, time: time)[0]
+    public func updateProfile(_ patch: ProfileUpdated, time: Int64? = nil) async throws(ValidationError) -> Position {
+        try await execute([.profileUpdated(patch)], actor: patch.user.rawValue, time: time)[0]
     }
 
     // MARK: Graph
@@ -99,53 +78,60 @@ extension Engine {
     /// `from` asks `to` to be friends.
     /// - Throws: `.userNotFound`, `.selfRelationship`, `.blocked`, `.alreadyFriends`, `.requestPending`.
     @discardableResult
-    public func requestFriend(from: UserID, to: UserID, time: Int64? = nil) throws(ValidationError) -> Position {
-        try execute([.friendRequested(FriendRequested(from: from, to: to))], actor: from.rawValue, time: time)[0]
+    public func requestFriend(from: UserID, to: UserID, time: Int64? = nil) async throws(ValidationError) -> Position {
+        try await execute([.friendRequested(FriendRequested(from: from, to: to))], actor: from.rawValue, time: time)[0]
     }
 
     /// `user` accepts the pending request from `from`.
     /// - Throws: `.userNotFound`, `.noPendingRequest`.
     @discardableResult
-    public func acceptFriend(_ user: UserID, from: UserID, time: Int64? = nil) throws(ValidationError) -> Position {
-        try execute(
+    public func acceptFriend(_ user: UserID, from: UserID, time: Int64? = nil) async throws(ValidationError) -> Position
+    {
+        try await execute(
             [.friendRequestAccepted(FriendRequestAccepted(from: from, to: user))], actor: user.rawValue, time: time)[0]
     }
 
     /// `user` declines the pending request from `from`.
     /// - Throws: `.userNotFound`, `.noPendingRequest`.
     @discardableResult
-    public func declineFriend(_ user: UserID, from: UserID, time: Int64? = nil) throws(ValidationError) -> Position {
-        try execute(
+    public func declineFriend(_ user: UserID, from: UserID, time: Int64? = nil) async throws(ValidationError)
+        -> Position
+    {
+        try await execute(
             [.friendRequestDeclined(FriendRequestDeclined(from: from, to: user))], actor: user.rawValue, time: time)[0]
     }
 
     /// `from` withdraws the pending request to `to`.
     /// - Throws: `.userNotFound`, `.noPendingRequest`.
     @discardableResult
-    public func cancelFriendRequest(from: UserID, to: UserID, time: Int64? = nil) throws(ValidationError) -> Position {
-        try execute(
+    public func cancelFriendRequest(from: UserID, to: UserID, time: Int64? = nil) async throws(ValidationError)
+        -> Position
+    {
+        try await execute(
             [.friendRequestCancelled(FriendRequestCancelled(from: from, to: to))], actor: from.rawValue, time: time)[0]
     }
 
     /// `user` ends the friendship with `friend`.
     /// - Throws: `.userNotFound`, `.notFriends`.
     @discardableResult
-    public func unfriend(_ user: UserID, _ friend: UserID, time: Int64? = nil) throws(ValidationError) -> Position {
-        try execute([.unfriended(Unfriended(user: user, friend: friend))], actor: user.rawValue, time: time)[0]
+    public func unfriend(_ user: UserID, _ friend: UserID, time: Int64? = nil) async throws(ValidationError) -> Position
+    {
+        try await execute([.unfriended(Unfriended(user: user, friend: friend))], actor: user.rawValue, time: time)[0]
     }
 
     /// `user` blocks `other`, which ends any friendship and pending request between them.
     /// - Throws: `.userNotFound`, `.selfRelationship`, `.alreadyBlocked`.
     @discardableResult
-    public func block(_ user: UserID, _ other: UserID, time: Int64? = nil) throws(ValidationError) -> Position {
-        try execute([.userBlocked(UserBlocked(user: user, blocked: other))], actor: user.rawValue, time: time)[0]
+    public func block(_ user: UserID, _ other: UserID, time: Int64? = nil) async throws(ValidationError) -> Position {
+        try await execute([.userBlocked(UserBlocked(user: user, blocked: other))], actor: user.rawValue, time: time)[0]
     }
 
     /// `user` lifts a block; nothing is restored.
     /// - Throws: `.userNotFound`, `.notBlocked`.
     @discardableResult
-    public func unblock(_ user: UserID, _ other: UserID, time: Int64? = nil) throws(ValidationError) -> Position {
-        try execute([.userUnblocked(UserUnblocked(user: user, blocked: other))], actor: user.rawValue, time: time)[0]
+    public func unblock(_ user: UserID, _ other: UserID, time: Int64? = nil) async throws(ValidationError) -> Position {
+        try await execute(
+            [.userUnblocked(UserUnblocked(user: user, blocked: other))], actor: user.rawValue, time: time)[0]
     }
 
     // MARK: Rooms and messages
@@ -155,27 +141,29 @@ extension Engine {
     @discardableResult
     public func createGroup(
         _ room: RoomID? = nil, by: UserID, name: String, members: [UserID], time: Int64? = nil
-    ) throws(ValidationError) -> RoomID {
-        let id = room ?? RoomID(newID("r") { $0.rooms.index(of: $1) != nil })
+    ) async throws(ValidationError) -> RoomID {
         var all = [by]
         for member in members where !all.contains(member) { all.append(member) }
-        let event = DomainEvent.roomCreated(RoomCreated(room: id, kind: .group, by: by, members: all, name: name))
-        _ = try execute([event], actor: by.rawValue, time: time)
+        var id = room ?? RoomID("")
+        _ = try await execute(actor: by.rawValue, time: time) { s throws(ValidationError) in
+            if room == nil { id = RoomID(Engine.newID("r", in: s) { $0.rooms.index(of: $1) != nil }) }
+            return .append([.roomCreated(RoomCreated(room: id, kind: .group, by: by, members: all, name: name))])
+        }
         return id
     }
 
     /// `user` joins a group room.
     /// - Throws: `.roomNotFound`, `.userNotFound`, `.notAGroupRoom`, `.alreadyMember`.
     @discardableResult
-    public func join(_ room: RoomID, user: UserID, time: Int64? = nil) throws(ValidationError) -> Position {
-        try execute([.memberJoined(MemberJoined(room: room, user: user))], actor: user.rawValue, time: time)[0]
+    public func join(_ room: RoomID, user: UserID, time: Int64? = nil) async throws(ValidationError) -> Position {
+        try await execute([.memberJoined(MemberJoined(room: room, user: user))], actor: user.rawValue, time: time)[0]
     }
 
     /// `user` leaves a group room.
     /// - Throws: `.roomNotFound`, `.userNotFound`, `.notAGroupRoom`, `.notAMember`.
     @discardableResult
-    public func leave(_ room: RoomID, user: UserID, time: Int64? = nil) throws(ValidationError) -> Position {
-        try execute([.memberLeft(MemberLeft(room: room, user: user))], actor: user.rawValue, time: time)[0]
+    public func leave(_ room: RoomID, user: UserID, time: Int64? = nil) async throws(ValidationError) -> Position {
+        try await execute([.memberLeft(MemberLeft(room: room, user: user))], actor: user.rawValue, time: time)[0]
     }
 
     /// Sends a message in an existing room.
@@ -185,13 +173,21 @@ extension Engine {
     public func sendMessage(
         in room: RoomID, from sender: UserID, kind: MessageKind = .text, body: String? = nil, media: Media? = nil,
         replyTo: MessageID? = nil, message: MessageID? = nil, time: Int64? = nil
-    ) throws(ValidationError) -> SentMessage {
-        let id = message ?? MessageID(newID("m") { $0.messageIDs.index(of: $1) != nil })
-        let event = DomainEvent.messageSent(
-            MessageSent(room: room, message: id, sender: sender, kind: kind, body: body, media: media, replyTo: replyTo)
-        )
-        let positions = try execute([event], actor: sender.rawValue, time: time)
-        return SentMessage(room: room, message: id, position: positions[0], createdRoom: false)
+    ) async throws(ValidationError) -> SentMessage {
+        var id = message ?? MessageID("")
+        let positions = try await execute(actor: sender.rawValue, time: time) { s throws(ValidationError) in
+            if let message, let earlier = Engine.earlierSend(message, room: room, sender: sender, in: s) {
+                return .repeated(earlier)
+            }
+            if message == nil { id = MessageID(Engine.newID("m", in: s) { $0.messageIDs.index(of: $1) != nil }) }
+            return .append([
+                .messageSent(
+                    MessageSent(
+                        room: room, message: id, sender: sender, kind: kind, body: body, media: media, replyTo: replyTo)
+                )
+            ])
+        }
+        return SentMessage(room: room, message: id, positions: positions)
     }
 
     /// Sends a direct message to `recipient`; the first one between the two creates their direct room
@@ -202,38 +198,39 @@ extension Engine {
     public func sendMessage(
         from sender: UserID, to recipient: UserID, kind: MessageKind = .text, body: String? = nil, media: Media? = nil,
         message: MessageID? = nil, room: RoomID? = nil, time: Int64? = nil
-    ) throws(ValidationError) -> SentMessage {
-        let id = message ?? MessageID(newID("m") { $0.messageIDs.index(of: $1) != nil })
-        let existing: RoomID? = state.withLock { s in
-            guard let a = s.users.index(of: sender.rawValue), let b = s.users.index(of: recipient.rawValue),
-                let room = s.chat.directRooms[ChatProjection.pairKey(a, b)]
-            else { return nil }
-            return RoomID(s.rooms[room])
-        }
-        if let existing {
-            return try sendMessage(
-                in: existing, from: sender, kind: kind, body: body, media: media, message: id, time: time)
-        }
-        if sender == recipient {
-            throw ValidationError(.selfRelationship, "user \(sender) cannot start a direct room with themself")
-        }
-        let roomID = room ?? RoomID(newID("d") { $0.rooms.index(of: $1) != nil })
-        let create = RoomCreated(room: roomID, kind: .direct, by: sender, members: [sender, recipient])
-        let sent = MessageSent(room: roomID, message: id, sender: sender, kind: kind, body: body, media: media)
-        do {
-            let positions = try execute(
-                [.roomCreated(create), .messageSent(sent)], actor: sender.rawValue, time: time
-            ) { (s: borrowing ProjectionState) throws(ValidationError) in
-                try s.validate(.roomCreated(create), actor: sender.rawValue)
-                // The sender is a member of the room the first event makes; the message rules remain.
-                try s.checkNewMessage(sent)
+    ) async throws(ValidationError) -> SentMessage {
+        var id = message ?? MessageID("")
+        var roomID = room ?? RoomID("")
+        let positions = try await execute(actor: sender.rawValue, time: time) { s throws(ValidationError) in
+            if let message, let earlier = Engine.earlierSend(message, room: nil, sender: sender, in: s),
+                let index = s.messageIDs.index(of: message.rawValue)
+            {
+                roomID = RoomID(s.rooms[s.chat.messages[Int(index)].room])
+                return .repeated(earlier)
             }
-            return SentMessage(room: roomID, message: id, position: positions[1], createdRoom: true)
-        } catch  where error.code == .directRoomExists && room == nil {
-            // Another first message between the two won the race: post into the room it made.
-            return try sendMessage(
-                from: sender, to: recipient, kind: kind, body: body, media: media, message: id, time: time)
+            if message == nil { id = MessageID(Engine.newID("m", in: s) { $0.messageIDs.index(of: $1) != nil }) }
+            // Looked up and created under the sequencer, so racing first messages share one room.
+            if let a = s.users.index(of: sender.rawValue), let b = s.users.index(of: recipient.rawValue),
+                let existing = s.chat.directRooms[ChatProjection.pairKey(a, b)]
+            {
+                roomID = RoomID(s.rooms[existing])
+                return .append([
+                    .messageSent(
+                        MessageSent(room: roomID, message: id, sender: sender, kind: kind, body: body, media: media))
+                ])
+            }
+            if sender == recipient {
+                throw ValidationError(.selfRelationship, "user \(sender) cannot start a direct room with themself")
+            }
+            if room == nil { roomID = RoomID(Engine.newID("d", in: s) { $0.rooms.index(of: $1) != nil }) }
+            let create = RoomCreated(room: roomID, kind: .direct, by: sender, members: [sender, recipient])
+            let sent = MessageSent(room: roomID, message: id, sender: sender, kind: kind, body: body, media: media)
+            try s.validate(.roomCreated(create), actor: sender.rawValue)
+            // The sender is a member of the room the first event makes; the message rules remain.
+            try s.checkNewMessage(sent)
+            return .append([.roomCreated(create), .messageSent(sent)], validated: true)
         }
+        return SentMessage(room: roomID, message: id, positions: positions)
     }
 
     /// The sender changes a message's body.
@@ -241,8 +238,8 @@ extension Engine {
     @discardableResult
     public func editMessage(
         _ message: MessageID, in room: RoomID, by user: UserID, body: String, time: Int64? = nil
-    ) throws(ValidationError) -> Position {
-        try execute(
+    ) async throws(ValidationError) -> Position {
+        try await execute(
             [.messageEdited(MessageEdited(room: room, message: message, body: body))], actor: user.rawValue, time: time)[
                 0]
     }
@@ -251,31 +248,30 @@ extension Engine {
     /// - Throws: `.messageNotFound`, `.notTheSender`, `.messageDeleted`.
     @discardableResult
     public func deleteMessage(_ message: MessageID, in room: RoomID, by user: UserID, time: Int64? = nil)
-        throws(ValidationError) -> Position
+        async throws(ValidationError) -> Position
     {
-        try execute([.messageDeleted(MessageDeleted(room: room, message: message))], actor: user.rawValue, time: time)[
-            0]
+        try await execute(
+            [.messageDeleted(MessageDeleted(room: room, message: message))], actor: user.rawValue, time: time)[
+                0]
     }
 
     /// `user` has read `room` up to `upTo` (default: its newest message).
     /// - Throws: `.roomNotFound`, `.userNotFound`, `.notAMember`, `.messageNotFound`.
     @discardableResult
     public func markRead(_ room: RoomID, user: UserID, upTo: MessageID? = nil, time: Int64? = nil)
-        throws(ValidationError) -> Position
+        async throws(ValidationError) -> Position
     {
-        var target = upTo
-        if target == nil {
-            target = state.withLock { s in
-                guard let index = s.rooms.index(of: room.rawValue) else { return nil }
+        try await execute(actor: user.rawValue, time: time) { s throws(ValidationError) in
+            var target = upTo
+            if target == nil, let index = s.rooms.index(of: room.rawValue) {
                 let last = s.chat.rooms[Int(index)].lastMessage
-                return last >= 0 ? MessageID(s.messageIDs[last]) : nil
+                if last >= 0 { target = MessageID(s.messageIDs[last]) }
             }
-        }
-        guard let target else {
-            throw ValidationError(.messageNotFound, "room \(room) has no message to mark as read")
-        }
-        return try execute(
-            [.messagesRead(MessagesRead(room: room, user: user, upTo: target))], actor: user.rawValue, time: time)[0]
+            guard let target else {
+                throw ValidationError(.messageNotFound, "room \(room) has no message to mark as read")
+            }
+            return .append([.messagesRead(MessagesRead(room: room, user: user, upTo: target))])
+        }[0]
     }
 
     // MARK: Activities
@@ -286,33 +282,39 @@ extension Engine {
     public func hostActivity(
         _ activity: ActivityID? = nil, host: UserID, kind: ActivityKind, title: String, description: String? = nil,
         startsAt: Int64, endsAt: Int64? = nil, place: String? = nil, room: RoomID? = nil, time: Int64? = nil
-    ) throws(ValidationError) -> ActivityID {
-        let id = activity ?? ActivityID(newID("a") { $0.activityIDs.index(of: $1) != nil })
-        let roomID = room ?? RoomID(id.rawValue + "-chat")
-        let event = DomainEvent.activityHosted(
-            ActivityHosted(
-                activity: id, host: host, kind: kind, title: title, description: description, startsAt: startsAt,
-                endsAt: endsAt, place: place, room: roomID))
-        _ = try execute([event], actor: host.rawValue, time: time)
+    ) async throws(ValidationError) -> ActivityID {
+        var id = activity ?? ActivityID("")
+        _ = try await execute(actor: host.rawValue, time: time) { s throws(ValidationError) in
+            if activity == nil { id = ActivityID(Engine.newID("a", in: s) { $0.activityIDs.index(of: $1) != nil }) }
+            return .append([
+                .activityHosted(
+                    ActivityHosted(
+                        activity: id, host: host, kind: kind, title: title, description: description,
+                        startsAt: startsAt, endsAt: endsAt, place: place, room: room ?? RoomID(id.rawValue + "-chat")))
+            ])
+        }
         return id
     }
 
     /// The host changes an activity (present fields are set).
     /// - Throws: `.activityNotFound`, `.notTheHost`, `.activityCancelled`, `.invalidTitle`, `.invalidTime`.
     @discardableResult
-    public func updateActivity(_ patch: ActivityUpdated, by host: UserID, time: Int64? = nil) throws(ValidationError)
+    public func updateActivity(_ patch: ActivityUpdated, by host: UserID, time: Int64? = nil)
+        async throws(ValidationError)
         -> Position
     {
-        try execute([.activityUpdated(patch)], actor: host.rawValue, time: time)[0]
+        try await execute([.activityUpdated(patch)], actor: host.rawValue, time: time)[0]
     }
 
     /// The host calls an activity off.
     /// - Throws: `.activityNotFound`, `.notTheHost`, `.activityCancelled`.
     @discardableResult
-    public func cancelActivity(_ activity: ActivityID, by host: UserID, time: Int64? = nil) throws(ValidationError)
+    public func cancelActivity(_ activity: ActivityID, by host: UserID, time: Int64? = nil)
+        async throws(ValidationError)
         -> Position
     {
-        try execute([.activityCancelled(ActivityCancelled(activity: activity))], actor: host.rawValue, time: time)[0]
+        try await execute(
+            [.activityCancelled(ActivityCancelled(activity: activity))], actor: host.rawValue, time: time)[0]
     }
 
     /// The host invites friends or connections.
@@ -320,9 +322,9 @@ extension Engine {
     ///   `.alreadyInvited`, `.notFriendOrConnection`.
     @discardableResult
     public func invite(_ guests: [UserID], to activity: ActivityID, by host: UserID, time: Int64? = nil)
-        throws(ValidationError) -> Position
+        async throws(ValidationError) -> Position
     {
-        try execute(
+        try await execute(
             [.guestsInvited(GuestsInvited(activity: activity, guests: guests))], actor: host.rawValue, time: time)[0]
     }
 
@@ -330,9 +332,9 @@ extension Engine {
     /// - Throws: `.activityNotFound`, `.notTheHost`, `.activityCancelled`, `.notInvited`.
     @discardableResult
     public func revokeInvitation(_ guest: UserID, from activity: ActivityID, by host: UserID, time: Int64? = nil)
-        throws(ValidationError) -> Position
+        async throws(ValidationError) -> Position
     {
-        try execute(
+        try await execute(
             [.invitationRevoked(InvitationRevoked(activity: activity, guest: guest))], actor: host.rawValue, time: time)[
                 0]
     }
@@ -341,10 +343,9 @@ extension Engine {
     /// - Throws: `.activityNotFound`, `.userNotFound`, `.activityCancelled`, `.notInvited`.
     @discardableResult
     public func rsvp(_ activity: ActivityID, user: UserID, answer: RSVPAnswer, time: Int64? = nil)
-        throws(ValidationError)
-        -> Position
+        async throws(ValidationError) -> Position
     {
-        try execute(
+        try await execute(
             [.rsvpGiven(RSVPGiven(activity: activity, user: user, answer: answer))], actor: user.rawValue, time: time)[
                 0]
     }
@@ -355,9 +356,9 @@ extension Engine {
     /// - Throws: `.duplicateID`, `.invalidName`, `.invalidEmoji`, `.invalidID`.
     @discardableResult
     public func defineFeeling(_ feeling: FeelingID, name: String, emoji: String, time: Int64? = nil)
-        throws(ValidationError) -> Position
+        async throws(ValidationError) -> Position
     {
-        try execute(
+        try await execute(
             [.feelingDefined(FeelingDefined(feeling: feeling, name: name, emoji: emoji))],
             actor: UserID.system.rawValue,
             time: time)[0]
@@ -369,11 +370,15 @@ extension Engine {
     public func tagGratitude(
         _ gratitude: GratitudeID? = nil, author: UserID, recipient: String, body: String, feeling: FeelingID,
         time: Int64? = nil
-    ) throws(ValidationError) -> GratitudeID {
-        let id = gratitude ?? GratitudeID(newID("g") { $0.gratitude.ids.contains($1) })
-        let event = DomainEvent.gratitudeTagged(
-            GratitudeTagged(gratitude: id, author: author, recipient: recipient, body: body, feeling: feeling))
-        _ = try execute([event], actor: author.rawValue, time: time)
+    ) async throws(ValidationError) -> GratitudeID {
+        var id = gratitude ?? GratitudeID("")
+        _ = try await execute(actor: author.rawValue, time: time) { s throws(ValidationError) in
+            if gratitude == nil { id = GratitudeID(Engine.newID("g", in: s) { $0.gratitude.ids.contains($1) }) }
+            return .append([
+                .gratitudeTagged(
+                    GratitudeTagged(gratitude: id, author: author, recipient: recipient, body: body, feeling: feeling))
+            ])
+        }
         return id
     }
 }

@@ -16,61 +16,69 @@ extension Engine {
     public func validate(_ events: [EventEnvelope]) -> [ValidationError] {
         query { s in
             var scratch = copy s
-            return Engine.plan(events, on: &scratch, log: log).problems
+            return Engine.plan(events, on: &scratch, store: store).problems
         }
     }
 
     /// Appends already-formed events (with their actor, time and id) after checking them with the same rules
-    /// as commands. An event whose id is already in the log with the same type, stream and payload is skipped
-    /// (re-imports append nothing new); one whose id is taken by a different event is a `.conflictingID` problem.
-    /// By default any invalid event rejects the whole batch and nothing is appended; with `skipInvalid`,
-    /// the valid ones are appended and the invalid ones reported.
+    /// as commands, and returns once they are durable. An event whose id is already in the log with the same
+    /// type, stream and payload is skipped (re-imports append nothing new); one whose id is taken by a
+    /// different event is a `.conflictingID` problem. By default any invalid event rejects the whole batch and
+    /// nothing is appended; with `skipInvalid`, the valid ones are appended and the invalid ones reported.
     /// - Throws: ``BatchValidationError`` listing every problem with its index; ``ValidationError`` wrapped in
-    ///   it with `.storage` when the log fails.
+    ///   it with `.storage` when the store fails.
     @discardableResult
-    public func apply(_ events: [EventEnvelope], skipInvalid: Bool = false) throws(BatchValidationError) -> ApplyResult
+    public func apply(_ events: [EventEnvelope], skipInvalid: Bool = false) async throws(BatchValidationError)
+        -> ApplyResult
     {
-        try state.withLock { (current: inout ProjectionState) throws(BatchValidationError) -> ApplyResult in
-            do throws(ValidationError) {
-                try Engine.fold(log: log, into: &current)
-            } catch {
-                throw BatchValidationError(problems: [error])
-            }
+        let (ticket, result) = try sequence(events, skipInvalid: skipInvalid)
+        guard let ticket else { return result }
+        do {
+            return ApplyResult(
+                appended: try await ticket.value(), duplicates: result.duplicates, skipped: result.skipped)
+        } catch {
+            throw BatchValidationError(problems: [error])
+        }
+    }
+
+    /// ``apply(_:skipInvalid:)`` for callers outside Swift concurrency: blocks the calling thread until durable.
+    /// - Throws: as ``apply(_:skipInvalid:)``.
+    @discardableResult
+    public func applyAndWait(_ events: [EventEnvelope], skipInvalid: Bool = false) throws(BatchValidationError)
+        -> ApplyResult
+    {
+        let (ticket, result) = try sequence(events, skipInvalid: skipInvalid)
+        guard let ticket else { return result }
+        do {
+            return ApplyResult(appended: try ticket.wait(), duplicates: result.duplicates, skipped: result.skipped)
+        } catch {
+            throw BatchValidationError(problems: [error])
+        }
+    }
+
+    /// Plans `events` under the sequencer and hands the valid ones to the store; nil ticket when nothing is
+    /// to be appended.
+    private func sequence(_ events: [EventEnvelope], skipInvalid: Bool) throws(BatchValidationError) -> (
+        Ticket?, ApplyResult
+    ) {
+        try sequencer.withLock {
+            (current: inout ProjectionState) throws(BatchValidationError) -> (Ticket?, ApplyResult) in
+            if let failure = pipeline.withLock({ $0.failure }) { throw BatchValidationError(problems: [failure]) }
             // With skipInvalid nothing needs undoing (an invalid event is never folded), so the plan folds straight
             // into the live state instead of a copy: copying the state would cost O(state) per call.
-            var scratch = ProjectionState()
-            if !skipInvalid { scratch = current }
-            let plan =
-                skipInvalid ? Engine.plan(events, on: &current, log: log) : Engine.plan(events, on: &scratch, log: log)
-            if !plan.problems.isEmpty && !skipInvalid { throw BatchValidationError(problems: plan.problems) }
-            guard !plan.proposals.isEmpty else {
-                return ApplyResult(appended: [], duplicates: plan.duplicates, skipped: plan.problems)
-            }
-            let first = skipInvalid ? current.position - UInt64(plan.proposals.count) : current.position
-            let result: AppendResult
-            do throws(EventLogError) {
-                result = try log.appendAndWait(plan.proposals)
-            } catch {
-                if skipInvalid {
-                    // The live state already holds what failed to append: rebuild it from the log.
-                    var fresh = ProjectionState()
-                    try? Engine.fold(log: log, into: &fresh)
-                    current = fresh
-                }
-                throw BatchValidationError(problems: [ValidationError(.storage, "appending failed: \(error.message)")])
-            }
-            let expected = (0..<plan.proposals.count).map { Position(first + 1 + UInt64($0)) }
-            if result.positions == expected, !result.wasDuplicate.contains(true) {
-                if !skipInvalid { current = scratch }
+            let first = current.position + 1
+            var plan: Plan
+            if skipInvalid {
+                plan = Engine.plan(events, on: &current, store: store)
             } else {
-                if skipInvalid { current = ProjectionState() }
-                do throws(ValidationError) {
-                    try Engine.fold(log: log, into: &current)
-                } catch {
-                    throw BatchValidationError(problems: [error])
-                }
+                var scratch = current
+                plan = Engine.plan(events, on: &scratch, store: store)
+                if !plan.problems.isEmpty { throw BatchValidationError(problems: plan.problems) }
+                current = scratch
             }
-            return ApplyResult(appended: result.positions, duplicates: plan.duplicates, skipped: plan.problems)
+            let result = ApplyResult(appended: [], duplicates: plan.duplicates, skipped: plan.problems)
+            guard !plan.proposals.isEmpty else { return (nil, result) }
+            return (hand(plan.folded, plan.proposals, first: first), result)
         }
     }
 
@@ -84,12 +92,14 @@ extension Engine {
 
     struct Plan {
         var proposals: [ProposedRecord] = []
+        /// The events of `proposals`, as folded.
+        var folded: [SequencedEvent] = []
         var problems: [ValidationError] = []
         var duplicates = 0
     }
 
     /// Validates each event against `scratch`, folding the valid ones into it at the positions they would get.
-    static func plan(_ events: [EventEnvelope], on scratch: inout ProjectionState, log: EventLog) -> Plan {
+    static func plan(_ events: [EventEnvelope], on scratch: inout ProjectionState, store: any EventStore) -> Plan {
         var plan = Plan()
         // What each id seen so far stands for, so that a repeated id with other content is caught.
         var seen: [EventID: Identity] = [:]
@@ -100,7 +110,7 @@ extension Engine {
             if let id = envelope.id {
                 let identity = Identity(type: event.typeName, stream: event.stream, payload: payload)
                 var earlier = seen[id]
-                if earlier == nil, let record = (try? log.lookup(id: id)) ?? nil {
+                if earlier == nil, let record = (try? store.lookup(id: id)) ?? nil {
                     earlier = Identity(type: record.type, stream: record.stream.rawValue, payload: record.payload)
                 }
                 if let earlier {
@@ -130,15 +140,15 @@ extension Engine {
                 }
                 try scratch.validate(event, actor: actor)
                 let time = envelope.time ?? now
-                let position = scratch.position + 1
-                scratch.audit.record(position: position, time: time, actor: actor, type: event.typeName)
-                scratch.position = position
-                scratch.apply(event, position: position, time: time)
-                plan.proposals.append(
-                    ProposedRecord(
-                        id: envelope.id ?? .random(), stream: StreamName(event.stream), type: event.typeName,
-                        actor: actor,
-                        time: time, payload: payload))
+                let proposal = ProposedRecord(
+                    id: envelope.id ?? .random(), stream: StreamName(event.stream), type: event.typeName, actor: actor,
+                    time: time, payload: payload)
+                if let problem = EventLog.checkRecord(proposal) {
+                    throw ValidationError(storage: problem, doing: "appending \(event.typeName)")
+                }
+                scratch.fold(event, actor: actor, position: scratch.position + 1, time: time)
+                plan.proposals.append(proposal)
+                plan.folded.append(SequencedEvent(event: event, actor: actor, time: time))
             } catch {
                 var problem = error
                 problem.index = index

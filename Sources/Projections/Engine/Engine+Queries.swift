@@ -88,7 +88,7 @@ extension Engine {
             // The log indexes streams; the other filters apply to that stream's records.
             let candidates: [Record]
             do throws(EventLogError) {
-                candidates = try log.readStream(StreamName(stream), from: StreamVersion(1), limit: .max)
+                candidates = try store.readStream(StreamName(stream), from: StreamVersion(1), limit: .max)
             } catch {
                 throw ValidationError(.storage, "reading stream \(stream) failed: \(error.message)")
             }
@@ -107,7 +107,7 @@ extension Engine {
             }
             guard !positions.isEmpty else { return [] }
             do throws(EventLogError) {
-                records = try log.records(at: positions.map { Position($0) })
+                records = try store.records(at: positions.map { Position($0) })
             } catch {
                 throw ValidationError(.storage, "reading audit records failed: \(error.message)")
             }

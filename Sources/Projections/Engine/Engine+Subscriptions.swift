@@ -1,67 +1,47 @@
 import EventLog
 
 extension Engine {
-    /// Live updates of `user`'s room list: the current list first, then a new list whenever a committed event
-    /// changes it. Built on an ``EventLog`` subscription; ends when the log closes or the consumer stops.
-    public func roomListUpdates(_ user: UserID) -> AsyncStream<[RoomSummary]> {
-        let (stream, continuation) = AsyncStream<[RoomSummary]>.makeStream(bufferingPolicy: .bufferingNewest(16))
-        let start = position
-        let initial = rooms(user)
-        continuation.yield(initial)
+    /// Suspends until the durable state passes `position`, the engine closes, or the task is cancelled;
+    /// false once the engine is closed.
+    public func waitForDurable(after position: Position) async -> Bool {
+        while true {
+            let generation = durableChanges.generation
+            if self.position > position { return true }
+            if durableChanges.isClosed { return false }
+            if Task.isCancelled { return true }
+            await durableChanges.wait(after: generation)
+        }
+    }
+
+    /// A stream of `view` as the durable state changes: the current value first, then each new value that
+    /// differs from the last one sent. Ends when the engine closes or the consumer stops.
+    func updates<T: Sendable & Equatable>(_ view: @escaping @Sendable () -> T?) -> AsyncStream<T> {
+        let (stream, continuation) = AsyncStream<T>.makeStream(bufferingPolicy: .bufferingNewest(16))
         let task = Task { [self] in
-            var last = initial
-            do {
-                for try await event in log.subscribe(from: start.next) {
-                    guard case .record(let record) = event, Engine.touchesRoomLists(record.type) else { continue }
-                    let current = rooms(user)
-                    if current != last {
-                        last = current
-                        continuation.yield(current)
-                    }
-                }
-            } catch {}
+            var seen = position
+            var last = view()
+            if let last { continuation.yield(last) }
+            while await waitForDurable(after: seen), !Task.isCancelled {
+                seen = position
+                guard let current = view(), current != last else { continue }
+                last = current
+                continuation.yield(current)
+            }
             continuation.finish()
         }
         continuation.onTermination = { _ in task.cancel() }
         return stream
+    }
+
+    /// Live updates of `user`'s room list: the current list first, then a new list whenever durable events
+    /// change it.
+    public func roomListUpdates(_ user: UserID) -> AsyncStream<[RoomSummary]> {
+        updates { [self] in rooms(user) }
     }
 
     /// Live updates of a room's newest messages: the current page first, then the newest `limit` messages
-    /// whenever an event of the room's stream commits. Built on an ``EventLog`` subscription.
+    /// whenever durable events change them.
     public func messageUpdates(_ room: RoomID, limit: Int = 50) -> AsyncStream<MessagePage> {
-        let (stream, continuation) = AsyncStream<MessagePage>.makeStream(bufferingPolicy: .bufferingNewest(16))
-        let start = position
-        let name = StreamName("room:" + room.rawValue)
-        var initialPage: MessagePage?
-        initialPage = try? messages(room, limit: limit)
-        if let initialPage { continuation.yield(initialPage) }
-        let initial = initialPage
-        let task = Task { [self] in
-            var last = initial
-            do {
-                for try await event in log.subscribe(from: start.next) {
-                    guard case .record(let record) = event,
-                        record.stream == name || record.type == ActivityHosted.typeName
-                    else { continue }
-                    guard let page = try? messages(room, limit: limit), page != last else { continue }
-                    last = page
-                    continuation.yield(page)
-                }
-            } catch {}
-            continuation.finish()
-        }
-        continuation.onTermination = { _ in task.cancel() }
-        return stream
-    }
-
-    static func touchesRoomLists(_ type: String) -> Bool {
-        switch type {
-        case FriendRequested.typeName, FriendRequestAccepted.typeName, FriendRequestDeclined.typeName,
-            FriendRequestCancelled.typeName, Unfriended.typeName, UserBlocked.typeName, UserUnblocked.typeName,
-            FeelingDefined.typeName, GratitudeTagged.typeName, UserRegistered.typeName:
-            return false
-        default:
-            return true
-        }
+        updates { [self] in try? messages(room, limit: limit) }
     }
 }

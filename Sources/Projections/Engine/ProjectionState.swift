@@ -106,6 +106,13 @@ struct ProjectionState {
         return auditActorOfUser[Int(user)]
     }
 
+    /// Folds an event with its envelope: the audit index, the position, and the domain projections.
+    mutating func fold(_ event: DomainEvent, actor: String, position: UInt64, time: Int64) {
+        audit.record(position: position, time: time, actor: actor, type: event.typeName)
+        self.position = position
+        apply(event, position: position, time: time)
+    }
+
     /// Folds an already-decoded event into the domain projections (not the audit index).
     mutating func apply(_ event: DomainEvent, position: UInt64, time: Int64) {
         switch event {

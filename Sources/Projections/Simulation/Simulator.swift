@@ -160,7 +160,7 @@ public final class Simulator {
     private func flush(_ engine: Engine) throws(ValidationError) {
         guard !buffer.isEmpty else { return }
         do {
-            let result = try engine.apply(buffer, skipInvalid: true)
+            let result = try engine.applyAndWait(buffer, skipInvalid: true)
             report.invalid.append(contentsOf: result.skipped.prefix(20 - min(20, report.invalid.count)))
             report.events += result.appended.count
         } catch {

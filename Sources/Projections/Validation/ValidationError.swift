@@ -1,3 +1,5 @@
+import EventLog
+
 /// The one error type of the Projections module: a broken rule, a bad import line, an engine failure.
 ///
 /// Switch on ``code``; ``message`` names the ids involved.
@@ -117,7 +119,7 @@ public struct ValidationError: Error, Sendable, Hashable, CustomStringConvertibl
         public static let conflictingID = Code("conflictingID")
         /// The stream given for an event is not the one §3 assigns to it.
         public static let wrongStream = Code("wrongStream")
-        /// The log failed underneath (see `cause`).
+        /// The store failed underneath; ``ValidationError/storageError`` keeps its code and errno.
         public static let storage = Code("storage")
     }
 
@@ -127,12 +129,21 @@ public struct ValidationError: Error, Sendable, Hashable, CustomStringConvertibl
     public var message: String
     /// For a batch of events (import), the index of the offending event.
     public var index: Int?
+    /// For `.storage`, the store's own error, with its code (`.locked`, `.noSpace`, `.corruptBatch`, …) and
+    /// errno: switch on `storageError?.code`, never on the message.
+    public var storageError: EventLogError?
 
     /// Makes a value from its fields.
     public init(_ code: Code, _ message: String, index: Int? = nil) {
         self.code = code
         self.message = message
         self.index = index
+    }
+
+    /// A `.storage` error for `error` while `doing` something: the message says both, the cause is kept.
+    public init(storage error: EventLogError, doing: String) {
+        self.init(.storage, "\(doing) failed: \(error.message)")
+        storageError = error
     }
 
     /// The code and message, prefixed with the event index when there is one.

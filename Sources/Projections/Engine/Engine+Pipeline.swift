@@ -1,0 +1,248 @@
+import Dispatch
+import EventLog
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// One event a call appends, as the durable fold needs it.
+struct SequencedEvent {
+    var event: DomainEvent
+    var actor: String
+    var time: Int64
+}
+
+/// A call handed to the store and not yet folded into the durable state.
+struct PendingCall {
+    var ticket: Ticket
+    var events: [SequencedEvent]
+    /// The positions the sequencer gave the events (the store must give the same).
+    var first: UInt64
+    var last: UInt64 { first + UInt64(events.count) - 1 }
+    /// The store's answer, once it came.
+    var result: Result<AppendResult, EventLogError>?
+    /// Retries of a call that is still in flight (an id the client chose again), with the positions each
+    /// answers: woken with this call.
+    var followers: [(ticket: Ticket, positions: [Position])] = []
+}
+
+/// The calls in flight, oldest first, and whether the engine has stopped.
+struct Pipeline {
+    var calls: [PendingCall] = []
+    /// Set when the store failed a call (or positioned one other than sequenced): every later command fails
+    /// with it until the engine is reopened.
+    var failure: ValidationError?
+}
+
+/// The caller's side of one call: completed once, with the positions or the error.
+///
+/// A callback list instead of a bare continuation, because the store may answer before the caller starts
+/// waiting (a store that commits at once), and because retries of the same call wait on it too.
+final class Ticket: Sendable {
+    private enum State {
+        case waiting([@Sendable (Result<[Position], ValidationError>) -> Void])
+        case done(Result<[Position], ValidationError>)
+    }
+
+    private let state = Mutex(State.waiting([]))
+
+    init() {}
+
+    func complete(_ result: Result<[Position], ValidationError>) {
+        let waiting = state.withLock { state -> [@Sendable (Result<[Position], ValidationError>) -> Void] in
+            guard case .waiting(let callbacks) = state else { return [] }
+            state = .done(result)
+            return callbacks
+        }
+        for callback in waiting { callback(result) }
+    }
+
+    private func whenDone(_ callback: @escaping @Sendable (Result<[Position], ValidationError>) -> Void) {
+        let ready = state.withLock { state -> Result<[Position], ValidationError>? in
+            switch state {
+            case .done(let result): return result
+            case .waiting(var callbacks):
+                callbacks.append(callback)
+                state = .waiting(callbacks)
+                return nil
+            }
+        }
+        if let ready { callback(ready) }
+    }
+
+    /// Suspends (no thread blocked) until the call is durable.
+    func value() async throws(ValidationError) -> [Position] {
+        let result = await withCheckedContinuation { continuation in
+            whenDone { continuation.resume(returning: $0) }
+        }
+        return try result.get()
+    }
+
+    /// Blocks the calling thread until the call is durable: for callers outside Swift concurrency.
+    func wait() throws(ValidationError) -> [Position] {
+        let done = DispatchSemaphore(value: 0)
+        let box = Mutex<Result<[Position], ValidationError>?>(nil)
+        whenDone { result in
+            box.withLock { $0 = result }
+            done.signal()
+        }
+        done.wait()
+        return try box.withLock { $0 }!.get()
+    }
+}
+
+/// What a command decided under the sequencer: events to append, or the position of an earlier identical
+/// call (an idempotent retry), or that nothing needs appending.
+enum CommandPlan {
+    /// Append these events; `validated` when the command checked them itself.
+    case append([DomainEvent], validated: Bool = false)
+    /// The call was made before (same client-chosen id, same content): answer with its positions.
+    case repeated([UInt64])
+}
+
+extension Engine {
+    /// Runs a command: `plan` decides under the sequencer what to append, then the command waits (without
+    /// blocking a thread) until the store has made it durable and the durable state holds it.
+    /// - Throws: the rule `plan` or validation broke (nothing appended), or `.storage` when the store failed.
+    func execute(
+        actor: String, time: Int64?,
+        _ plan: (borrowing ProjectionState) throws(ValidationError) -> CommandPlan
+    ) async throws(ValidationError) -> [Position] {
+        try await sequence(actor: actor, time: time, plan).value()
+    }
+
+    /// ``execute(actor:time:_:)`` for a fixed list of events checked by every rule.
+    func execute(_ events: [DomainEvent], actor: String, time: Int64?) async throws(ValidationError) -> [Position] {
+        try await execute(actor: actor, time: time) { _ throws(ValidationError) in .append(events) }
+    }
+
+    /// Validates and positions a command under the sequencer and hands its events to the store; returns the
+    /// ticket that completes when they are durable. Holds the sequencer only for CPU work, never for I/O.
+    func sequence(
+        actor: String, time: Int64?,
+        _ plan: (borrowing ProjectionState) throws(ValidationError) -> CommandPlan
+    ) throws(ValidationError) -> Ticket {
+        let stamp = time ?? Timestamp.now()
+        return try sequencer.withLock { (speculative: inout ProjectionState) throws(ValidationError) -> Ticket in
+            if let failure = pipeline.withLock({ $0.failure }) { throw failure }
+            let events: [DomainEvent]
+            switch try plan(speculative) {
+            case .repeated(let positions):
+                return follow(positions)
+            case .append(let planned, let validated):
+                if !validated { for event in planned { try speculative.validate(event, actor: actor) } }
+                events = planned
+            }
+            var records: [ProposedRecord] = []
+            records.reserveCapacity(events.count)
+            for event in events {
+                let record = ProposedRecord(
+                    stream: StreamName(event.stream), type: event.typeName, actor: actor, time: stamp,
+                    payload: event.encodedPayload())
+                if let problem = EventLog.checkRecord(record) {
+                    throw ValidationError(storage: problem, doing: "appending \(event.typeName)")
+                }
+                records.append(record)
+            }
+            let first = speculative.position + 1
+            let sequenced = events.map { SequencedEvent(event: $0, actor: actor, time: stamp) }
+            for item in sequenced {
+                speculative.fold(item.event, actor: item.actor, position: speculative.position + 1, time: item.time)
+            }
+            return hand(sequenced, records, first: first)
+        }
+    }
+
+    /// Queues events already folded into the speculative state at `first`… as one pending call and submits
+    /// their records to the store. Called under the sequencer, which fixes the order of calls.
+    func hand(_ events: [SequencedEvent], _ records: [ProposedRecord], first: UInt64) -> Ticket {
+        let ticket = Ticket()
+        pipeline.withLock { $0.calls.append(PendingCall(ticket: ticket, events: events, first: first)) }
+        store.submit(records) { [self] result in acknowledge(first: first, result) }
+        return ticket
+    }
+
+    /// A ticket for positions sequenced before: done at once when they are durable, else woken with the call
+    /// that holds them.
+    func follow(_ positions: [UInt64]) -> Ticket {
+        let last = positions.max() ?? 0
+        let answer = positions.map { Position($0) }
+        let ticket = Ticket()
+        let attached = pipeline.withLock { pipeline -> Bool in
+            guard let index = pipeline.calls.firstIndex(where: { $0.last >= last }) else { return false }
+            pipeline.calls[index].followers.append((ticket, answer))
+            return true
+        }
+        // Not in flight, so folded into the durable state already (calls leave the queue only after that).
+        if !attached { ticket.complete(.success(answer)) }
+        return ticket
+    }
+
+    /// The store answered the call sequenced at `first`. Records the answer, then folds every answered call at
+    /// the front of the queue into the durable state, in order, and wakes their callers.
+    func acknowledge(first: UInt64, _ result: Result<AppendResult, EventLogError>) {
+        pipeline.withLock { pipeline in
+            guard let index = pipeline.calls.firstIndex(where: { $0.first == first }) else { return }
+            pipeline.calls[index].result = result
+            if case .failure(let error) = result, pipeline.failure == nil {
+                var failure = ValidationError(
+                    .storage,
+                    "the store failed at position \(first) (\(error.message)); the engine takes no commands until "
+                        + "it is reopened")
+                failure.storageError = error
+                pipeline.failure = failure
+            }
+        }
+        applying.withLock { _ in
+            // Only this lock's holder removes calls, so the answered prefix read here stays at the front.
+            let ready = pipeline.withLock { pipeline in Array(pipeline.calls.prefix { $0.result != nil }) }
+            guard !ready.isEmpty else { return }
+            var stopped: ValidationError?
+            durable.write { state in
+                for call in ready {
+                    guard case .success(let appended) = call.result else { continue }
+                    for (index, item) in call.events.enumerated() where !appended.wasDuplicate[index] {
+                        let position = appended.positions[index].rawValue
+                        guard position > state.position else { continue }
+                        state.fold(item.event, actor: item.actor, position: position, time: item.time)
+                    }
+                    let expected = (0..<call.events.count).map { Position(call.first + UInt64($0)) }
+                    if appended.positions != expected {
+                        stopped = ValidationError(
+                            .storage,
+                            "the store positioned a call at \(appended.positions.first?.rawValue ?? 0), not at "
+                                + "\(call.first) as sequenced (another writer?); the engine takes no commands until "
+                                + "reopened")
+                    }
+                }
+                durablePosition.store(state.position, ordering: .releasing)
+            }
+            let done = pipeline.withLock { pipeline in
+                if let stopped, pipeline.failure == nil { pipeline.failure = stopped }
+                defer { pipeline.calls.removeFirst(ready.count) }
+                return Array(pipeline.calls.prefix(ready.count))
+            }
+            durableChanges.notify()
+            for call in done {
+                switch call.result {
+                case .success(let appended):
+                    call.ticket.complete(.success(appended.positions))
+                    for (ticket, positions) in call.followers { ticket.complete(.success(positions)) }
+                case .failure(let error):
+                    let failure = ValidationError(storage: error, doing: "appending at position \(call.first)")
+                    call.ticket.complete(.failure(failure))
+                    for (ticket, _) in call.followers { ticket.complete(.failure(failure)) }
+                case nil: break
+                }
+            }
+        }
+    }
+
+    /// Blocks until every call handed to the store has been answered (for replay, which swaps the state).
+    func waitUntilDurable(_ position: UInt64) {
+        while durablePosition.load(ordering: .acquiring) < position && !pipeline.withLock({ $0.calls.isEmpty }) {
+            usleep(200)
+        }
+    }
+}

@@ -1,0 +1,199 @@
+import EventLog
+import Foundation
+import Synchronization
+import Testing
+
+@testable import Projections
+
+/// The command pipeline's promises (DESIGN §3): one serial order, acknowledgement only when durable, queries
+/// that see only durable events, read-your-writes, fail-stop, and idempotent retries.
+@Suite struct PipelineTests {
+    /// `count` users `u0`… and a group room `g` holding them all.
+    static func populate(_ engine: Engine, users count: Int) async throws {
+        for index in 0..<count {
+            try await engine.register(UserID("u\(index)"), method: .google, name: "User \(index)")
+        }
+        try await engine.createGroup("g", by: "u0", name: "Everyone", members: (1..<count).map { UserID("u\($0)") })
+    }
+
+    /// Suspends until `store` holds `count` commits (the commands got through the sequencer).
+    static func held(_ store: MemoryStore, _ count: Int) async {
+        while store.heldCommits < count { await Task.yield() }
+    }
+
+    @Test func racingCommandsOfWhichOneMayPassHaveExactlyOneWinner() async throws {
+        for round in 0..<20 {
+            let engine = try Engine(store: MemoryStore())
+            try await Self.populate(engine, users: 2)
+            try await engine.requestFriend(from: "u0", to: "u1")
+            let outcomes = await withTaskGroup(of: ValidationError.Code?.self) { group in
+                for caller in 0..<16 {
+                    group.addTask {
+                        do {
+                            // Half register the same new id, half accept the one pending request.
+                            if caller.isMultiple(of: 2) {
+                                try await engine.register("zed", method: .google, name: "Zed \(caller)")
+                            } else {
+                                try await engine.acceptFriend("u1", from: "u0")
+                            }
+                            return nil
+                        } catch let error as ValidationError {
+                            return error.code
+                        } catch {
+                            return ValidationError.Code("unexpected: \(error)")
+                        }
+                    }
+                }
+                return await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(outcomes.filter { $0 == nil }.count == 2, "round \(round): \(outcomes)")
+            #expect(outcomes.filter { $0 == .duplicateID }.count == 7, "round \(round)")
+            #expect(outcomes.filter { $0 == .noPendingRequest }.count == 7, "round \(round)")
+            #expect(engine.friends("u0") == ["u1"])
+            try engine.close()
+        }
+    }
+
+    @Test func racingCommandsOnTheLocalLogHaveExactlyOneWinner() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("parley-\(UUID())").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let engine = try Engine.open(directory: directory, configuration: .init(batchSize: 4096))
+        defer { try? engine.close() }
+        try await Self.populate(engine, users: 3)
+        for round in 0..<10 {
+            let id = MessageID("m\(round)")
+            let winners = await withTaskGroup(of: Bool.self) { group in
+                for sender in 0..<3 {
+                    group.addTask {
+                        // The same client-chosen id from three senders: one sends, the others are refused.
+                        (try? await engine.sendMessage(in: "g", from: UserID("u\(sender)"), body: "hi", message: id))
+                            != nil
+                    }
+                }
+                return await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+            }
+            #expect(winners == 1, "round \(round)")
+        }
+        #expect(engine.room("g")?.messageCount == 10)
+    }
+
+    @Test func queriesNeverSeeAnEventBeforeItIsDurable() async throws {
+        let store = MemoryStore()
+        let engine = try Engine(store: store)
+        try await Self.populate(engine, users: 2)
+        let before = engine.position
+        let digest = engine.stateDigest
+        store.holdCommits()
+        let sent = Task { try await engine.sendMessage(in: "g", from: "u0", body: "not yet", message: "m1") }
+        await Self.held(store, 1)
+        // Sequenced: a second command sees it (editing the in-flight message passes validation)…
+        let edit = Task { try await engine.editMessage("m1", in: "g", by: "u0", body: "edited") }
+        await Self.held(store, 2)
+        // …but no query does.
+        #expect(engine.position == before)
+        #expect(engine.stateDigest == digest)
+        #expect(try engine.messages("g").messages.isEmpty)
+        #expect(engine.rooms("u1").first?.unread == 0)
+        #expect(engine.rooms("u1").first?.lastMessage == nil)
+        #expect(try engine.audit(actor: "u0").count == 2)
+        store.releaseCommits()
+        let message = try await sent.value
+        _ = try await edit.value
+        #expect(message.position == Position(before.rawValue + 1))
+        let page = try engine.messages("g")
+        #expect(page.messages.map(\.body) == ["edited"])
+        #expect(engine.rooms("u1").first?.unread == 1)
+        try engine.close()
+    }
+
+    @Test func aCommandsEffectIsVisibleToTheQueryAfterIt() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("parley-\(UUID())").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let engine = try Engine.open(directory: directory)
+        defer { try? engine.close() }
+        try await Self.populate(engine, users: 8)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for sender in 0..<8 {
+                group.addTask {
+                    for number in 0..<10 {
+                        let id = MessageID("m\(sender)-\(number)")
+                        let sent = try await engine.sendMessage(
+                            in: "g", from: UserID("u\(sender)"), body: "x", message: id)
+                        let page = try engine.messages("g", limit: 200)
+                        #expect(page.messages.contains { $0.id == id }, "\(id) missing right after it was sent")
+                        #expect(engine.position >= sent.position)
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(engine.room("g")?.messageCount == 80)
+        #expect(try engine.replayDigest() == engine.stateDigest)
+    }
+
+    @Test func aStoreFailureFailsEveryLaterCommandAndShowsOnlyTheDurablePrefix() async throws {
+        let store = MemoryStore()
+        let engine = try Engine(store: store)
+        try await Self.populate(engine, users: 2)
+        store.holdCommits()
+        var tasks: [Task<SentMessage, any Error>] = []
+        for number in 0..<5 {
+            tasks.append(
+                Task {
+                    try await engine.sendMessage(
+                        in: "g", from: "u1", body: "\(number)", message: MessageID("m\(number)"))
+                })
+            await Self.held(store, number + 1)
+        }
+        store.releaseCommits(count: 2)
+        store.failHeldCommits(EventLogError(.io, "injected EIO", errno: 5))
+        var outcomes: [String] = []
+        for task in tasks {
+            do {
+                _ = try await task.value
+                outcomes.append("ok")
+            } catch let error as ValidationError {
+                #expect(error.code == .storage)
+                #expect(error.storageError?.errno == 5, "\(error)")
+                outcomes.append("failed")
+            }
+        }
+        #expect(outcomes == ["ok", "ok", "failed", "failed", "failed"])
+        do {
+            try await engine.sendMessage(in: "g", from: "u0", body: "after", message: "late")
+            Issue.record("a command was taken after the store failed")
+        } catch {
+            #expect(error.code == .storage)
+        }
+        #expect(try engine.messages("g").messages.map(\.body) == ["0", "1"])
+        let reopened = try Engine(store: store)
+        #expect(try reopened.messages("g").messages.map(\.body) == ["0", "1"])
+        #expect(reopened.stateDigest == engine.stateDigest)
+    }
+
+    @Test func aRetryWithTheClientsMessageIDAppendsNothing() async throws {
+        let store = MemoryStore()
+        let engine = try Engine(store: store)
+        try await Self.populate(engine, users: 2)
+        let first = try await engine.sendMessage(from: "u0", to: "u1", body: "hello", message: "m1")
+        let head = store.head
+        let retry = try await engine.sendMessage(from: "u0", to: "u1", body: "hello", message: "m1")
+        #expect(retry == first)
+        #expect(first.createdRoom)
+        #expect(store.head == head)
+        // A retry of a call still in flight waits for it and answers the same.
+        store.holdCommits()
+        let original = Task { try await engine.sendMessage(in: "g", from: "u1", body: "again", message: "m2") }
+        await Self.held(store, 1)
+        let repeated = Task { try await engine.sendMessage(in: "g", from: "u1", body: "again", message: "m2") }
+        while !engine.pipeline.withLock({ $0.calls.first?.followers.isEmpty == false }) { await Task.yield() }
+        store.releaseCommits()
+        let answered = try await repeated.value
+        #expect(try await answered == original.value)
+        #expect(store.head == Position(head.rawValue + 1))
+        // The same id used by someone else is still a conflict.
+        await #expect(throws: ValidationError.self) {
+            try await engine.sendMessage(in: "g", from: "u0", body: "again", message: "m2")
+        }
+    }
+}
