@@ -44,9 +44,10 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
-        .testTarget(name: "EventLogTests", dependencies: ["EventLog"]),
-        .testTarget(name: "ProjectionTests", dependencies: ["Projections", "EventLog"]),
-        .testTarget(name: "EngineCLITests", dependencies: ["Projections", "EventLog"]),
+        .target(name: "ParleyTestSupport", dependencies: ["EventLog"], path: "Tests/TestSupport"),
+        .testTarget(name: "EventLogTests", dependencies: ["EventLog", "ParleyTestSupport"]),
+        .testTarget(name: "ProjectionTests", dependencies: ["Projections", "EventLog", "ParleyTestSupport"]),
+        .testTarget(name: "EngineCLITests", dependencies: ["Projections", "EventLog", "ParleyTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,6 +1,7 @@
 import ArgumentParser
 import EventLog
 import Foundation
+import Projections
 import Synchronization
 
 #if canImport(Glibc)
@@ -13,6 +14,10 @@ import Synchronization
 /// Every record is derived from its id (see ``CrashRecord``), so the test can check a survivor's bytes from
 /// the `position id` line alone. Producer 0 appends 600 records of 200 B per call (more than one batch: a
 /// multi-batch group); the others append 1–8 records of 0 B – 8 KiB, so group commit mixes them.
+///
+/// With `--commands` it drives the engine instead: concurrent senders run validated commands (messages into
+/// their rooms, first direct messages that create rooms, read markers) and it prints `position id` for every
+/// event of each acknowledged command.
 struct CrashWriterCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "crash-writer", abstract: "Test helper: append until killed.", shouldDisplay: false)
@@ -21,8 +26,13 @@ struct CrashWriterCommand: AsyncParsableCommand {
     var seed: UInt64 = 1
     @Option(help: "Segment size in bytes.") var segmentSize: Int = 128 << 20
     @Option(help: "Concurrent producers.") var producers: Int = 4
+    @Flag(help: "Run validated commands through the engine instead of raw appends.") var commands = false
 
     func run() async throws {
+        if commands {
+            try await runCommands()
+            return
+        }
         let log = try EventLog.open(
             directory: global.directory, configuration: .init(segmentSize: segmentSize, durability: .synced))
         let printer = AcknowledgementPrinter()
@@ -57,6 +67,66 @@ struct CrashWriterCommand: AsyncParsableCommand {
                 text += "\(position.rawValue) \(record.id)\n"
             }
             printer.print(text)
+        }
+    }
+}
+
+extension CrashWriterCommand {
+    static let commandUsers = 64
+
+    /// The engine mode: makes the world if it is missing (a child may start on a log an earlier one left),
+    /// then sends from every producer until killed.
+    private func runCommands() async throws {
+        let engine = try Engine.open(directory: global.directory, configuration: .init(segmentSize: segmentSize))
+        for number in 0..<Self.commandUsers where engine.profile(Self.user(number)) == nil {
+            try await engine.register(Self.user(number), method: .google, name: "Crash \(number)")
+        }
+        let producers = max(1, self.producers)
+        for producer in 0..<producers where engine.room(Self.room(producer)) == nil {
+            try await engine.createGroup(
+                Self.room(producer), by: Self.user(producer), name: "Crash room \(producer)",
+                members: [Self.user(producer + 1), Self.user(producer + 2)])
+        }
+        let printer = AcknowledgementPrinter()
+        let seed = self.seed
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for producer in 0..<producers {
+                group.addTask {
+                    try await Self.send(engine: engine, producer: producer, seed: seed, printer: printer)
+                }
+            }
+            try await group.waitForAll()
+        }
+    }
+
+    static func user(_ number: Int) -> UserID { UserID("c\(number % commandUsers)") }
+    static func room(_ producer: Int) -> RoomID { RoomID("crash-room-\(producer)") }
+
+    private static func send(engine: Engine, producer: Int, seed: UInt64, printer: AcknowledgementPrinter)
+        async throws
+    {
+        let sender = user(producer)
+        var step = 0
+        while true {
+            step += 1
+            var positions: [Position]
+            if step % 10 == 0 {
+                positions = [try await engine.markRead(room(producer), user: sender)]
+            } else if step % 7 == 0 {
+                let partner = user(producer + 3 + step / 7)
+                guard partner != sender else { continue }
+                let sent = try await engine.sendMessage(
+                    from: sender, to: partner, body: "direct \(step)",
+                    message: MessageID("d\(seed)-\(producer)-\(step)"))
+                positions = sent.createdRoom ? [Position(sent.position.rawValue - 1), sent.position] : [sent.position]
+            } else {
+                let sent = try await engine.sendMessage(
+                    in: room(producer), from: sender, body: "message \(step)",
+                    message: MessageID("m\(seed)-\(producer)-\(step)"))
+                positions = [sent.position]
+            }
+            let records = try engine.store.records(at: positions)
+            printer.print(records.map { "\($0.position.rawValue) \($0.id)\n" }.joined())
         }
     }
 }

@@ -1,20 +1,6 @@
 import Foundation
+import ParleyTestSupport
 import Testing
-
-/// The built `parley` executable: next to the test bundle (both live in `.build/<triple>/<config>/`), or,
-/// failing that, `.build/debug/parley` of the package this file belongs to.
-func parleyExecutable() throws -> URL {
-    var candidates: [URL] = []
-    let argument0 = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
-    candidates.append(argument0.deletingLastPathComponent().appendingPathComponent("parley"))
-    candidates.append(Bundle.main.bundleURL.deletingLastPathComponent().appendingPathComponent("parley"))
-    candidates.append(Bundle.main.bundleURL.appendingPathComponent("parley"))
-    let package = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent()
-    candidates.append(package.appendingPathComponent(".build/debug/parley"))
-    let found = candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) }
-    return try #require(found, "no built parley next to the tests; looked at \(candidates.map(\.path))")
-}
 
 /// Runs `parley` with `arguments`; returns its exit status, stdout and stderr.
 func runParley(_ arguments: [String]) throws -> (status: Int32, stdout: Data, stderr: Data) {
@@ -107,17 +93,26 @@ func quickBenchAgainstSQLitePrintsWellFormedJSON() throws {
     let limits = try #require(json["limits"])
     #expect(limits["lz4CompressMBps"]?.number != nil)
     #expect(limits["fdatasyncPerSecond"]?.number != nil)
+    #expect(limits["smallFdatasyncPerSecond"]?.number != nil)
 
     let workloads = try #require(json["workloads"]?.array)
     let names = workloads.compactMap { $0["name"]?.string }
     #expect(
         names == [
-            "append-batched", "append-batched-4p", "append-concurrent", "scan", "replay", "read-room", "audit-actor",
-            "size",
+            "append-batched", "append-batched-4p", "append-concurrent", "commands-single", "commands-concurrent",
+            "commands-mixed", "scan", "replay", "read-room", "audit-actor", "size",
         ])
     for workload in workloads {
         let name = workload["name"]?.string ?? "?"
         let parley = try #require(workload["parley"], "\(name) has no parley figures")
+        if name.hasPrefix("commands") {
+            // Parley's own command path, measured against the raw log and the disk in the same run.
+            for key in ["eventsPerSecond", "p50Micros", "p99Micros", "p999Micros", "fractionOfLimit"] {
+                #expect(parley[key]?.number != nil, "\(name).parley.\(key) is missing")
+            }
+            #expect(workload["targetMet"] != nil && workload["limitNote"]?.string != nil, "\(name)")
+            continue
+        }
         let sqlite = try #require(workload["sqlite"], "\(name) has no sqlite figures")
         #expect(workload["ratio"]?.number != nil, "\(name) has no ratio")
         var keys: [String] = []

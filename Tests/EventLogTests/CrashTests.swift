@@ -1,4 +1,5 @@
 import Foundation
+import ParleyTestSupport
 import Testing
 
 @testable import EventLog
@@ -32,7 +33,12 @@ import Testing
                 // Now and then kill at once, while the child may still be opening (recovering) the log.
                 let killAfter = random.next() % 8 == 0 ? 0 : 1 + Int(random.next() % 3000)
                 let outcome = try await runCrashWriter(
-                    executable, directory: directory, seed: 0xAB00 + UInt64(children), killAfter: killAfter)
+                    executable,
+                    arguments: [
+                        "--data", directory, "--seed", String(0xAB00 + UInt64(children)), "--segment-size",
+                        String(Self.segmentSize),
+                    ],
+                    killAfter: killAfter)
                 try #require(
                     outcome.wasKilled,
                     "round \(round): the child ended by itself (status \(outcome.status)): \(outcome.errorOutput)")
@@ -130,113 +136,4 @@ enum CrashRecipe {
             id: id, stream: StreamName("crash:\((first >> 24) % 50)"), type: producer == 0 ? "Bulk" : "Small",
             actor: "p\(producer)", payload: random.bytes(length))
     }
-}
-
-/// What one crash-writer child acknowledged before it was killed.
-struct CrashWriterOutcome: Sendable {
-    var acknowledged: [(UInt64, EventID)]
-    var wasKilled: Bool
-    var status: Int32
-    var errorOutput: String
-}
-
-/// The `parley` executable built next to this test binary (`.build/<triple>/debug/parley`).
-func parleyExecutable() throws -> URL {
-    var starts = [URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath(), Bundle.main.bundleURL]
-    if let executable = Bundle.main.executableURL { starts.append(executable) }
-    for start in starts {
-        var directory = start.deletingLastPathComponent()
-        while directory.path != "/" && !directory.path.isEmpty {
-            let candidate = directory.appendingPathComponent("parley")
-            var isDirectory: ObjCBool = false
-            if FileManager.default.fileExists(atPath: candidate.path, isDirectory: &isDirectory),
-                !isDirectory.boolValue,
-                FileManager.default.isExecutableFile(atPath: candidate.path)
-            {
-                return candidate
-            }
-            directory = directory.deletingLastPathComponent()
-        }
-    }
-    let message =
-        "the parley executable was not found next to the test binary (\(CommandLine.arguments[0])); "
-        + "build it with `swift build --build-tests` first"
-    Issue.record(Comment(rawValue: message))
-    throw CancellationError()
-}
-
-/// Runs `parley crash-writer` on `directory`, reads its `position id` lines as they come, and SIGKILLs it
-/// once `killAfter` acknowledgements arrived (0: at once). Lines already in the pipe are acknowledged too.
-func runCrashWriter(_ executable: URL, directory: String, seed: UInt64, killAfter: Int) async throws
-    -> CrashWriterOutcome
-{
-    try await withCheckedThrowingContinuation { continuation in
-        // A thread of its own: the reads block, and must not hold one of the few cooperative threads.
-        let thread = Thread {
-            continuation.resume(
-                with: Result {
-                    try runCrashWriterBlocking(executable, directory: directory, seed: seed, killAfter: killAfter)
-                })
-        }
-        thread.start()
-    }
-}
-
-private func runCrashWriterBlocking(_ executable: URL, directory: String, seed: UInt64, killAfter: Int) throws
-    -> CrashWriterOutcome
-{
-    let errorPath = temporaryDirectory() + ".stderr"
-    _ = FileManager.default.createFile(atPath: errorPath, contents: nil)
-    defer { try? FileManager.default.removeItem(atPath: errorPath) }
-    let process = Process()
-    process.executableURL = executable
-    process.arguments = [
-        "crash-writer", "--data", directory, "--seed", String(seed), "--segment-size", String(CrashTests.segmentSize),
-    ]
-    let output = Pipe()
-    process.standardOutput = output
-    process.standardError = FileHandle(forWritingAtPath: errorPath)
-    try process.run()
-
-    var killed = false
-    func killChild() {
-        if !killed && process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        killed = true
-    }
-    if killAfter == 0 { killChild() }
-    let descriptor = output.fileHandleForReading.fileDescriptor
-    var acknowledged: [(UInt64, EventID)] = []
-    var pending: [UInt8] = []
-    var chunk = [UInt8](repeating: 0, count: 1 << 16)
-    var malformed: String?
-    while true {
-        let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-        if count < 0 && errno == EINTR { continue }
-        if count <= 0 { break }
-        pending.append(contentsOf: chunk[0..<count])
-        var lineStart = 0
-        for index in pending.indices where pending[index] == UInt8(ascii: "\n") {
-            let line = String(decoding: pending[lineStart..<index], as: UTF8.self)
-            lineStart = index + 1
-            let fields = line.split(separator: " ")
-            if fields.count == 2, let position = UInt64(fields[0]), let id = EventID(String(fields[1])) {
-                acknowledged.append((position, id))
-            } else {
-                malformed = malformed ?? line
-            }
-        }
-        pending.removeFirst(lineStart)
-        if acknowledged.count >= killAfter { killChild() }
-    }
-    // End of output: the child is dead (or ended by itself, which the caller reports). A partial last line,
-    // cut by the kill, is simply not counted.
-    process.waitUntilExit()
-    if let malformed {
-        Issue.record("crash-writer printed a malformed line: \(malformed)")
-    }
-    let errorOutput = (try? String(contentsOfFile: errorPath, encoding: .utf8)) ?? ""
-    return CrashWriterOutcome(
-        acknowledged: acknowledged,
-        wasKilled: process.terminationReason == .uncaughtSignal && process.terminationStatus == SIGKILL,
-        status: process.terminationStatus, errorOutput: errorOutput)
 }

@@ -94,7 +94,9 @@ struct BenchRunner {
         let measured = try MachineLimits.measure(mix: mix, directory: root, seconds: settings.limitSeconds)
         let limits = BenchReport.Limits(
             lz4CompressMBps: measured.lz4CompressMBps, lz4DecompressMBps: measured.lz4DecompressMBps,
-            fdatasyncPerSecond: measured.fdatasyncPerSecond, encodedBytesPerEvent: measured.encodedBytesPerEvent,
+            fdatasyncPerSecond: measured.fdatasyncPerSecond,
+            smallFdatasyncPerSecond: measured.smallFdatasyncPerSecond,
+            encodedBytesPerEvent: measured.encodedBytesPerEvent,
             lz4Ratio: measured.lz4Ratio)
         let bytesPerEvent = measured.encodedBytesPerEvent
         /// Events/s the CPU allows when every event is LZ4-compressed once (compression only, one core).
@@ -208,6 +210,10 @@ struct BenchRunner {
         }
         workloads.append(concurrent)
 
+        // 2b. commands — validated commands through the engine, durable, beside the raw log's figure above.
+        workloads += try await commandWorkloads(
+            work: work, rawConcurrent: parleyConcurrent, fdatasyncMicros: 1e6 / measured.smallFdatasyncPerSecond)
+
         // 3. scan — the replay stand-in until Projections has an Engine (see Workloads.parleyScan).
         let reader = try EventLog.open(directory: logPath)
         defer { try? reader.close() }
@@ -293,6 +299,54 @@ struct BenchRunner {
         return report
     }
 
+    // MARK: commands
+
+    /// commands-single (one sender), commands-concurrent (`producers` senders) and commands-mixed (the same
+    /// with four threads querying room lists and message pages without pause).
+    private func commandWorkloads(work: Workloads, rawConcurrent: Sample, fdatasyncMicros: Double) async throws
+        -> [BenchReport.Workload]
+    {
+        let commands = CommandWorkloads(work: work, root: root, progress: progress)
+        let single = try await commands.run("commands-single", senders: 1, commands: settings.singleCommands)
+        let concurrent = try await commands.run(
+            "commands-concurrent", senders: settings.producers, commands: settings.commands)
+        let mixed = try await commands.run(
+            "commands-mixed", senders: settings.producers, commands: settings.commands, queryThreads: 4)
+        func figures(_ sample: Sample, of limit: Double) -> Figures {
+            Figures(
+                events: sample.events, seconds: sample.seconds, eventsPerSecond: sample.eventsPerSecond,
+                p50Micros: sample.percentileMicros(0.50), p99Micros: sample.percentileMicros(0.99),
+                p999Micros: sample.percentileMicros(0.999), fractionOfLimit: limit)
+        }
+        let singleP50 = single.sample.percentileMicros(0.50)
+        var singleWorkload = BenchReport.Workload(
+            name: "commands-single", parley: figures(single.sample, of: fdatasyncMicros / singleP50),
+            limitNote:
+                "one fdatasync after a small append, measured in this run: \(BenchReport.micros(fdatasyncMicros))",
+            target: "p50 ≤ 1.5 × one fdatasync", targetMet: singleP50 <= 1.5 * fdatasyncMicros)
+        singleWorkload.note = "one sender, one validated command at a time (messages, read markers), each durable"
+        let rate = concurrent.sample.eventsPerSecond
+        var concurrentWorkload = BenchReport.Workload(
+            name: "commands-concurrent", parley: figures(concurrent.sample, of: rate / rawConcurrent.eventsPerSecond),
+            limitNote: "the raw log's \(settings.producers)-producer append (append-concurrent) in this run: "
+                + "\(BenchReport.number(rawConcurrent.eventsPerSecond)) events/s",
+            target: "≥ 50% of append-concurrent, p99 ≤ 10 ms",
+            targetMet: rate >= 0.5 * rawConcurrent.eventsPerSecond && concurrent.sample.percentileMicros(0.99) <= 10_000
+        )
+        concurrentWorkload.note =
+            "\(settings.producers) concurrent senders, each in its own room: messages, first direct messages that "
+            + "create rooms, read markers; validated, durable (.synced); commands/s"
+        let mixedRate = mixed.sample.eventsPerSecond
+        var mixedWorkload = BenchReport.Workload(
+            name: "commands-mixed", parley: figures(mixed.sample, of: mixedRate / rate),
+            limitNote: "commands-concurrent in this run: \(BenchReport.number(rate)) commands/s",
+            target: "≥ 80% of commands-concurrent", targetMet: mixedRate >= 0.8 * rate)
+        mixedWorkload.note =
+            "commands-concurrent with 4 threads querying room lists and message pages without pause: "
+            + "\(BenchReport.number(Double(mixed.queries) / mixed.sample.seconds)) queries/s beside the commands"
+        return [singleWorkload, concurrentWorkload, mixedWorkload]
+    }
+
     // MARK: replay
 
     /// Simulates a week into a fresh log (not timed), then times `Engine.replay()`. SQLite gets the same
@@ -317,9 +371,9 @@ struct BenchRunner {
             progress.note("replay: copying the log into SQLite…")
             let peer = try SQLitePeer(path: root + "/sqlite-replay.db")
             replayPeer = peer
-            let log = engine.log
             var batch: [ProposedRecord] = []
-            try log.forEach(from: .first) { record in
+            try engine.store.forEachView(from: .first) { view in
+                let record = view.record
                 batch.append(
                     ProposedRecord(
                         id: record.id, stream: record.stream, type: record.type, actor: record.actor, time: record.time,

@@ -18,6 +18,8 @@ struct BenchReport: Codable {
         var lz4CompressMBps: Double
         var lz4DecompressMBps: Double
         var fdatasyncPerSecond: Double
+        /// fdatasync after a 256-byte append (one small durable command's share of the disk), per second.
+        var smallFdatasyncPerSecond: Double
         /// Encoded (pre-LZ4) bytes per event of the benchmark's events.
         var encodedBytesPerEvent: Double
         /// LZ4 output / input on those bytes.
@@ -124,7 +126,8 @@ struct BenchReport: Codable {
         lines.append(
             "limits:  LZ4 compress \(Self.number(limits.lz4CompressMBps)) MB/s, decompress "
                 + "\(Self.number(limits.lz4DecompressMBps)) MB/s (ratio \(Self.number(limits.lz4Ratio))); "
-                + "fdatasync after 64 KiB \(Self.number(limits.fdatasyncPerSecond))/s; "
+                + "fdatasync after 64 KiB \(Self.number(limits.fdatasyncPerSecond))/s, after 256 B "
+                + "\(Self.number(limits.smallFdatasyncPerSecond))/s; "
                 + "\(Self.number(limits.encodedBytesPerEvent)) encoded bytes/event")
         lines.append("mode:    \(settings.mode)")
         lines.append("")

@@ -12,6 +12,8 @@ struct MachineLimits {
     var lz4CompressMBps: Double
     var lz4DecompressMBps: Double
     var fdatasyncPerSecond: Double
+    /// fdatasync after a 256-byte append (what one small durable command costs the disk), per second.
+    var smallFdatasyncPerSecond: Double
     /// Encoded (pre-LZ4) bytes per event in the sample batches.
     var encodedBytesPerEvent: Double
     /// LZ4 output / input on the sample batches.
@@ -46,12 +48,14 @@ struct MachineLimits {
             lz4CompressMBps: Double(input) / compressSeconds / 1e6,
             lz4DecompressMBps: Double(output) / decompressSeconds / 1e6,
             fdatasyncPerSecond: try fdatasyncRate(directory: directory, seconds: seconds),
+            smallFdatasyncPerSecond: try fdatasyncRate(directory: directory, seconds: seconds, bytes: 256),
             encodedBytesPerEvent: Double(encodedBytes) / Double(encodedEvents),
             lz4Ratio: Double(compressedBytes) / Double(encodedBytes))
     }
 
-    /// Appends 64 KiB and fdatasyncs, over and over, in a new file (as a log's tail grows): syncs per second.
-    static func fdatasyncRate(directory: String, seconds: Double) throws -> Double {
+    /// Appends `bytes` (64 KiB: a batch) and fdatasyncs, over and over, in a new file (as a log's tail grows):
+    /// syncs per second.
+    static func fdatasyncRate(directory: String, seconds: Double, bytes: Int = 64 << 10) throws -> Double {
         let path = directory + "/fdatasync-probe"
         let fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw BenchError("cannot create \(path): \(String(cString: strerror(errno)))") }
@@ -59,7 +63,7 @@ struct MachineLimits {
             close(fd)
             unlink(path)
         }
-        let block = [UInt8](repeating: 0x5A, count: 64 << 10)
+        let block = [UInt8](repeating: 0x5A, count: bytes)
         var offset = 0
         var syncs = 0
         let start = monotonicNanoseconds()

@@ -16,6 +16,10 @@ struct BenchSettings: Codable, Sendable {
     var producers: Int
     /// The SQLite side of append-concurrent stops after this many seconds (a commit per event is slow).
     var sqliteConcurrentSeconds: Double
+    /// Validated commands run by commands-concurrent and commands-mixed (spread over `producers` senders).
+    var commands: Int
+    /// Validated commands run one at a time by commands-single.
+    var singleCommands: Int
     /// Users of the simulated week that the replay workload folds (about 48 events per user).
     var replayUsers: Int
     var readRoomQueries: Int
@@ -30,16 +34,19 @@ struct BenchSettings: Codable, Sendable {
 
     static let quick = BenchSettings(
         mode: "quick", appendEvents: 20_000, batchEvents: 1_000, concurrentEvents: 3_000, producers: 256,
-        sqliteConcurrentSeconds: 2, replayUsers: 100, readRoomQueries: 200, auditActorQueries: 100, limitSeconds: 0.25,
+        sqliteConcurrentSeconds: 2, commands: 2_560, singleCommands: 200, replayUsers: 100, readRoomQueries: 200,
+        auditActorQueries: 100, limitSeconds: 0.25,
         sweepPointSeconds: 0.5)
     static let medium = BenchSettings(
         mode: "medium", appendEvents: 1_000_000, batchEvents: 1_000, concurrentEvents: 200_000, producers: 256,
-        sqliteConcurrentSeconds: 10, replayUsers: 20_000, readRoomQueries: 2_000, auditActorQueries: 500,
+        sqliteConcurrentSeconds: 10, commands: 102_400, singleCommands: 2_000, replayUsers: 20_000,
+        readRoomQueries: 2_000, auditActorQueries: 500,
         limitSeconds: 1,
         sweepPointSeconds: 3)
     static let full = BenchSettings(
         mode: "full", appendEvents: 10_000_000, batchEvents: 1_000, concurrentEvents: 1_000_000, producers: 256,
-        sqliteConcurrentSeconds: 20, replayUsers: 100_000, readRoomQueries: 5_000, auditActorQueries: 1_000,
+        sqliteConcurrentSeconds: 20, commands: 512_000, singleCommands: 5_000, replayUsers: 100_000,
+        readRoomQueries: 5_000, auditActorQueries: 1_000,
         limitSeconds: 2,
         sweepPointSeconds: 5)
 }

@@ -1,0 +1,112 @@
+import EventLog
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The `parley` executable built next to the test binary (`.build/<triple>/debug/parley`).
+/// - Throws: after recording an issue, when it is not there (build it with `swift build --build-tests`).
+public func parleyExecutable() throws -> URL {
+    var starts = [URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath(), Bundle.main.bundleURL]
+    if let executable = Bundle.main.executableURL { starts.append(executable) }
+    for start in starts {
+        var directory = start.deletingLastPathComponent()
+        while directory.path != "/" && !directory.path.isEmpty {
+            let candidate = directory.appendingPathComponent("parley")
+            var isDirectory: ObjCBool = false
+            if FileManager.default.fileExists(atPath: candidate.path, isDirectory: &isDirectory),
+                !isDirectory.boolValue,
+                FileManager.default.isExecutableFile(atPath: candidate.path)
+            {
+                return candidate
+            }
+            directory = directory.deletingLastPathComponent()
+        }
+    }
+    let message =
+        "the parley executable was not found next to the test binary (\(CommandLine.arguments[0])); "
+        + "build it with `swift build --build-tests` first"
+    Issue.record(Comment(rawValue: message))
+    throw CancellationError()
+}
+
+/// What one crash-writer child acknowledged before it was killed.
+public struct CrashWriterOutcome: Sendable {
+    /// Every `position id` line the child printed whole, in order.
+    public var acknowledged: [(UInt64, EventID)]
+    public var wasKilled: Bool
+    public var status: Int32
+    public var errorOutput: String
+}
+
+/// Runs `parley crash-writer ARGUMENTS`, reads its `position id` lines as they come, and SIGKILLs it once
+/// `killAfter` acknowledgements arrived (0: at once). Lines already in the pipe are acknowledged too.
+public func runCrashWriter(_ executable: URL, arguments: [String], killAfter: Int) async throws -> CrashWriterOutcome {
+    try await withCheckedThrowingContinuation { continuation in
+        // A thread of its own: the reads block, and must not hold one of the few cooperative threads.
+        let thread = Thread {
+            continuation.resume(
+                with: Result { try runCrashWriterBlocking(executable, arguments: arguments, killAfter: killAfter) })
+        }
+        thread.start()
+    }
+}
+
+private func runCrashWriterBlocking(_ executable: URL, arguments: [String], killAfter: Int) throws
+    -> CrashWriterOutcome
+{
+    let errorPath = FileManager.default.temporaryDirectory.appendingPathComponent("parley-\(UUID()).stderr").path
+    _ = FileManager.default.createFile(atPath: errorPath, contents: nil)
+    defer { try? FileManager.default.removeItem(atPath: errorPath) }
+    let process = Process()
+    process.executableURL = executable
+    process.arguments = ["crash-writer"] + arguments
+    let output = Pipe()
+    process.standardOutput = output
+    process.standardError = FileHandle(forWritingAtPath: errorPath)
+    try process.run()
+
+    var killed = false
+    func killChild() {
+        if !killed && process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        killed = true
+    }
+    if killAfter == 0 { killChild() }
+    let descriptor = output.fileHandleForReading.fileDescriptor
+    var acknowledged: [(UInt64, EventID)] = []
+    var pending: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 1 << 16)
+    var malformed: String?
+    while true {
+        let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+        if count < 0 && errno == EINTR { continue }
+        if count <= 0 { break }
+        pending.append(contentsOf: chunk[0..<count])
+        var lineStart = 0
+        for index in pending.indices where pending[index] == UInt8(ascii: "\n") {
+            let line = String(decoding: pending[lineStart..<index], as: UTF8.self)
+            lineStart = index + 1
+            let fields = line.split(separator: " ")
+            if fields.count == 2, let position = UInt64(fields[0]), let id = EventID(String(fields[1])) {
+                acknowledged.append((position, id))
+            } else {
+                malformed = malformed ?? line
+            }
+        }
+        pending.removeFirst(lineStart)
+        if acknowledged.count >= killAfter { killChild() }
+    }
+    // End of output: the child is dead (or ended by itself, which the caller reports). A partial last line,
+    // cut by the kill, is simply not counted.
+    process.waitUntilExit()
+    if let malformed {
+        Issue.record("crash-writer printed a malformed line: \(malformed)")
+    }
+    let errorOutput = (try? String(contentsOfFile: errorPath, encoding: .utf8)) ?? ""
+    return CrashWriterOutcome(
+        acknowledged: acknowledged,
+        wasKilled: process.terminationReason == .uncaughtSignal && process.terminationStatus == SIGKILL,
+        status: process.terminationStatus, errorOutput: errorOutput)
+}
