@@ -12,6 +12,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-collections.git", from: "1.6.0"),
     ],
     targets: [
         .systemLibrary(
@@ -33,7 +34,10 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
-        .target(name: "Projections", dependencies: ["EventLog"]),
+        .target(
+            name: "Projections",
+            dependencies: ["EventLog", .product(name: "DequeModule", package: "swift-collections")]
+        ),
         .executableTarget(
             name: "EngineCLI",
             dependencies: [

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -52,7 +53,19 @@ public struct EventID: Hashable, Sendable, Comparable, CustomStringConvertible {
     }
 
     /// A new random (version 4) id.
-    public static func random() -> EventID { EventID(uuid: UUID()) }
+    ///
+    /// Drawn from a 128-bit seed taken once per process from the system's generator and a counter, both mixed
+    /// through bijections, so no two calls in a process give the same id and processes do not share ids.
+    /// Foundation's `UUID()` opens and reads `/dev/urandom` on every call on Linux (a measurable share of a
+    /// validated command's cost); this is two multiplications and shifts per half.
+    public static func random() -> EventID {
+        let count = RandomIDs.counter.wrappingAdd(1, ordering: .relaxed).oldValue
+        let high = mix(RandomIDs.seed.high &+ count &* 0x9E37_79B9_7F4A_7C15)
+        let low = mix(RandomIDs.seed.low ^ mix(count &+ 0x632B_E59B_D9B4_E019))
+        // Version 4, variant 10, as a random UUID.
+        return EventID(
+            high: (high & ~0xF000) | 0x4000, low: (low & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000)
+    }
 
     /// A deterministic id derived from a name (for ids of imported data that has its own keys).
     /// Two calls with the same name give the same id; the result has the shape of a version-8 UUID.
@@ -110,4 +123,13 @@ public struct EventID: Hashable, Sendable, Comparable, CustomStringConvertible {
     public static func < (lhs: EventID, rhs: EventID) -> Bool {
         (lhs.high, lhs.low) < (rhs.high, rhs.low)
     }
+}
+
+/// The process's seed and counter for ``EventID/random()``.
+private enum RandomIDs {
+    static let seed: (high: UInt64, low: UInt64) = {
+        var generator = SystemRandomNumberGenerator()
+        return (generator.next(), generator.next())
+    }()
+    static let counter = Atomic<UInt64>(0)
 }

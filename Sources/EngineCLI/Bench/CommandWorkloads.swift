@@ -3,6 +3,10 @@ import Foundation
 import Projections
 import Synchronization
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// The command path, measured as an app calls it: validated commands through ``Engine``, durable (`.synced`).
 ///
 /// The world: at least 64 users, each sender owning a four-person group room (with three of the other
@@ -18,6 +22,19 @@ struct CommandWorkloads {
     struct Run {
         var sample: Sample
         var queries = 0
+        /// CPU time of the whole process while the commands ran (user + system, all threads).
+        var cpuSeconds: Double
+        /// CPU time of the query threads alone.
+        var queryCPUSeconds = 0.0
+    }
+
+    /// User + system CPU seconds of the process, or of the calling thread alone.
+    static func cpuSeconds(thread: Bool) -> Double {
+        var usage = rusage()
+        // RUSAGE_THREAD (1) is Linux's and is not exported without _GNU_SOURCE.
+        getrusage(__rusage_who_t(thread ? 1 : RUSAGE_SELF.rawValue), &usage)
+        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
+            + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
     }
 
     /// Users in the world: every sender, and at least this many, so that first direct messages find partners.
@@ -50,20 +67,44 @@ struct CommandWorkloads {
         return (engine, path)
     }
 
-    static func user(_ number: Int) -> UserID { UserID(String(format: "s%04d", number)) }
-    static func room(_ number: Int) -> RoomID { RoomID(String(format: "room%04d", number)) }
+    /// Ids made once, so that formatting them is not part of what is timed.
+    static let userIDs = (0..<4096).map { UserID("s" + String(1_0000 + $0).dropFirst()) }
+    static let roomIDs = (0..<4096).map { RoomID("room" + String(1_0000 + $0).dropFirst()) }
+    static let bodies = (0..<16).map { "message \($0): see you at the park at six, bring the ball and some water" }
+    static func user(_ number: Int) -> UserID { userIDs[number] }
+    static func room(_ number: Int) -> RoomID { roomIDs[number] }
 
     /// One command of the mix: sender `sender`'s `step`-th.
     static func command(_ engine: Engine, sender: Int, step: Int, users: Int) async throws {
         if step % 10 == 9 {
             try await engine.markRead(room(sender), user: user(sender))
         } else if step % 20 == 3 {
-            let partner = user((sender + 1 + step / 20) % users)
-            try await engine.sendMessage(from: user(sender), to: partner, body: "hey, walk at 6? (\(step))")
+            let partner = user((sender + 1 + (step / 20) % (users - 1)) % users)
+            try await engine.sendMessage(from: user(sender), to: partner, body: bodies[step % 16])
         } else {
-            try await engine.sendMessage(
-                in: room(sender), from: user(sender), body: "message \(step) from \(sender): see you at the park")
+            try await engine.sendMessage(in: room(sender), from: user(sender), body: bodies[step % 16])
         }
+    }
+
+    /// `count` one-record `.synced` appends from one producer straight to a fresh log: the floor under
+    /// commands-single (the log's own lone-append latency, with its writer and syncer thread hand-offs).
+    func rawSingleAppends(_ count: Int) async throws -> Sample {
+        let path = root + "/raw-single"
+        let log = try EventLog.open(directory: path)
+        defer {
+            try? log.close()
+            try? FileManager.default.removeItem(atPath: path)
+        }
+        let records = work.mix.records(0..<count)
+        var latencies: [UInt64] = []
+        latencies.reserveCapacity(count)
+        let start = monotonicNanoseconds()
+        for record in records {
+            let begin = monotonicNanoseconds()
+            _ = try await log.append([record])
+            latencies.append(monotonicNanoseconds() - begin)
+        }
+        return Sample(events: count, seconds: Double(monotonicNanoseconds() - start) / 1e9, latencies: latencies)
     }
 
     /// `commands` commands from `senders` concurrent senders; with `queryThreads`, that many threads meanwhile
@@ -76,6 +117,7 @@ struct CommandWorkloads {
         }
         let stop = Atomic(false)
         let queries = Atomic(0)
+        let queryCPU = Mutex(0.0)
         var threads: [Thread] = []
         let finished = DispatchGroup()
         for number in 0..<queryThreads {
@@ -91,12 +133,15 @@ struct CommandWorkloads {
                     }
                     queries.wrappingAdd(1, ordering: .relaxed)
                 }
+                let used = Self.cpuSeconds(thread: true)
+                queryCPU.withLock { $0 += used }
                 finished.leave()
             }
             thread.start()
             threads.append(thread)
         }
         let perSender = max(1, commands / senders)
+        let startCPU = Self.cpuSeconds(thread: false)
         let start = monotonicNanoseconds()
         let latencies = try await withThrowingTaskGroup(of: [UInt64].self) { group in
             for sender in 0..<senders {
@@ -118,6 +163,7 @@ struct CommandWorkloads {
             return all
         }
         let seconds = Double(monotonicNanoseconds() - start) / 1e9
+        let cpu = Self.cpuSeconds(thread: false) - startCPU
         stop.store(true, ordering: .relaxed)
         finished.wait()
         // Every acknowledged command is in the durable state, and a replay agrees with it.
@@ -126,6 +172,6 @@ struct CommandWorkloads {
         }
         return Run(
             sample: Sample(events: latencies.count, seconds: seconds, latencies: latencies),
-            queries: queries.load(ordering: .relaxed))
+            queries: queries.load(ordering: .relaxed), cpuSeconds: cpu, queryCPUSeconds: queryCPU.withLock { $0 })
     }
 }

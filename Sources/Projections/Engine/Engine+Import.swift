@@ -61,7 +61,8 @@ extension Engine {
     private func sequence(_ events: [EventEnvelope], skipInvalid: Bool) throws(BatchValidationError) -> (
         Ticket?, ApplyResult
     ) {
-        try sequencer.withLock {
+        defer { submitQueued() }
+        return try sequencer.withLock {
             (current: inout ProjectionState) throws(BatchValidationError) -> (Ticket?, ApplyResult) in
             if let failure = pipeline.withLock({ $0.failure }) { throw BatchValidationError(problems: [failure]) }
             // With skipInvalid nothing needs undoing (an invalid event is never folded), so the plan folds straight

@@ -1,3 +1,4 @@
+import Dispatch
 import EventLog
 import Synchronization
 
@@ -13,12 +14,18 @@ public final class Engine: Sendable {
     /// The store underneath (read it freely; append through commands or ``apply(_:skipInvalid:)``).
     public let store: any EventStore
     /// The speculative state, changed only by the sequencer.
-    let sequencer: Mutex<ProjectionState>
+    let sequencer: PlainMutex<ProjectionState>
     /// Commands sequenced and not yet acknowledged, in position order, and the failure that stopped the engine.
-    let pipeline = Mutex(Pipeline())
-    /// Held while newly acknowledged calls are folded into `durable` and their callers woken, so that
-    /// acknowledgements arriving on several threads are applied in position order.
-    let applying = Mutex(())
+    let pipeline = PlainMutex(Pipeline())
+    /// Held while newly acknowledged calls are folded into `durable`, so that acknowledgements arriving on
+    /// several threads are applied in position order (see ``drain(waiting:)``).
+    let applying = PlainMutex(())
+    /// Held while queued records are handed to the store, in sequence order (see ``submitQueued()``).
+    let submitting = PlainMutex(())
+    /// Where a fold waits for the durable state when queries hold it, off the store's acknowledging thread.
+    let applier = DispatchQueue(label: "parley.engine.applier")
+    /// Whether a turn on `applier` is already queued.
+    let applierScheduled = Atomic(false)
     /// What queries read: only durable events.
     let durable: ReadWriteLock<ProjectionState>
     /// The position `durable` has folded up to, readable without its lock.
@@ -49,7 +56,7 @@ public final class Engine: Sendable {
         try Engine.fold(store: store, into: &state)
         report.foldedRecords = state.position - start
         self.store = store
-        self.sequencer = Mutex(state)
+        self.sequencer = PlainMutex(state)
         self.durable = ReadWriteLock(state)
         self.durablePosition = Atomic(state.position)
         self.openReport = report
