@@ -6,41 +6,72 @@ import Projections
 struct ExportCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "export",
-        abstract: "Write the log as canonical JSON Lines, one event per line (what `parley import` reads back).")
+        abstract: "Write the log as canonical JSON Lines, one event per line (what `parley import` reads back).",
+        discussion: """
+            -o writes into the file (created with mode 0600: an export holds every e-mail address and phone \
+            number), as a shell redirection would; it refuses a path inside the data directory. A failed write \
+            exits 1 and removes a file the export created.
+            """)
     @OptionGroup var global: GlobalOptions
     @Option(help: "The first position to export.") var from: UInt64 = 1
     @Option(name: .shortAndLong, help: "Write to this file instead of standard output.") var output: String?
 
     func run() throws {
-        let log = try global.openExistingLog()
+        if let output { try Self.refuseInside(global.directory, output: output) }
+        let log = try global.openLogForReading()
         defer { try? log.close() }
-        let sink: FileHandle
-        if let output {
-            guard FileManager.default.createFile(atPath: output, contents: nil) else {
-                throw CLIError("cannot create \(output): check the path and permissions")
-            }
-            guard let handle = FileHandle(forWritingAtPath: output) else { throw CLIError("cannot open \(output)") }
-            sink = handle
-        } else {
-            sink = FileHandle.standardOutput
+        let sink = try output.map { try OutputFile(path: $0) } ?? OutputFile()
+        do {
+            try write(log, to: sink)
+            try sink.finish()
+        } catch {
+            if sink.abandon() { throw CLIError("\(error) — removed the incomplete \(sink.name)") }
+            throw error
         }
-        let total = Int(log.head.rawValue) - Int(from) + 1
+    }
+
+    private func write(_ log: EventLog, to sink: OutputFile) throws {
+        let head = log.head.rawValue
+        // `from` may be any UInt64: past the head there is simply nothing to export.
+        guard from <= head else { return }
+        let first = max(from, 1)
+        let total = Int(clamping: head - first + 1)
         let progress = ProgressBar("export", total: total, enabled: Output.isTerminal && output != nil)
         var buffer = Data()
         var done = 0
-        try log.forEach(from: Position(from)) { record in
+        try log.forEach(from: Position(first)) { record in
             let envelope = try EventEnvelope(record: record)
             buffer.append(contentsOf: envelope.jsonLine().utf8)
             buffer.append(0x0A)
             done += 1
             if buffer.count > 1 << 20 {
-                sink.write(buffer)
+                try sink.write(buffer)
                 buffer.removeAll(keepingCapacity: true)
                 progress.update(done)
             }
         }
-        sink.write(buffer)
+        try sink.write(buffer)
         progress.finish()
-        if output != nil { try sink.close() }
+    }
+
+    /// Refuses an output path inside the data directory: writing there could overwrite a segment of the log.
+    static func refuseInside(_ directory: String, output: String) throws {
+        guard let data = realPath(directory) else { return }
+        let url = URL(fileURLWithPath: output)
+        // The file itself when it exists (it may be a link into the log), else the directory it would be made in.
+        let resolved =
+            realPath(output) ?? realPath(url.deletingLastPathComponent().path).map { $0 + "/" + url.lastPathComponent }
+        guard let resolved, resolved == data || resolved.hasPrefix(data.hasSuffix("/") ? data : data + "/") else {
+            return
+        }
+        throw CLIError(
+            "refusing to export into the data directory (\(output) is inside \(directory)): writing there could "
+                + "destroy the log; choose a path outside it")
+    }
+
+    private static func realPath(_ path: String) -> String? {
+        guard let resolved = realpath(path, nil) else { return nil }
+        defer { free(resolved) }
+        return String(cString: resolved)
     }
 }

@@ -59,8 +59,9 @@ final class Sandbox {
         return path
     }
 
-    /// Runs `parley arguments… --data <data>` (unless `data` is false) with `stdin` as its input.
-    func run(_ arguments: [String], stdin: String? = nil, data: Bool = true) throws -> Run {
+    /// Runs `parley arguments… --data <data>` (unless `data` is false) with `stdin` as its input; standard
+    /// output goes to `stdoutPath` (`/dev/full`, say) when one is given, and is then not captured.
+    func run(_ arguments: [String], stdin: String? = nil, data: Bool = true, stdoutPath: String? = nil) throws -> Run {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: parleyBinary)
         process.arguments = arguments + (data ? ["--data", self.data] : [])
@@ -79,7 +80,7 @@ final class Sandbox {
         defer {
             for path in [outPath, errPath, inPath] { try? FileManager.default.removeItem(atPath: path) }
         }
-        let out = try FileHandle(forWritingTo: URL(fileURLWithPath: outPath))
+        let out = try FileHandle(forWritingTo: URL(fileURLWithPath: stdoutPath ?? outPath))
         let err = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
         let input = try FileHandle(forReadingFrom: URL(fileURLWithPath: inPath))
         process.standardOutput = out
