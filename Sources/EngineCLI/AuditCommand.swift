@@ -23,7 +23,7 @@ struct AuditCommand: ParsableCommand {
     func run() throws {
         let from = try since.map { try Output.time($0, option: "--since") }
         let to = try until.map { try Output.time($0, option: "--until") }
-        let engine = try global.openExistingEngine()
+        let engine = try global.openEngineForReading()
         defer { try? engine.close() }
         let entries: [AuditEntry]
         do {

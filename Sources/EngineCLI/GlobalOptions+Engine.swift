@@ -11,6 +11,18 @@ extension GlobalOptions {
         return try openEngine(createIfMissing: false)
     }
 
+    /// Opens the engine on a read-only open of the log (see ``openLogForReading()``): for queries and audit,
+    /// which change nothing and work beside a process that is writing the log.
+    func openEngineForReading() throws -> Engine {
+        let log = try openLogForReading()
+        do {
+            return try Engine(store: log)
+        } catch {
+            try? log.close()
+            throw CLIError(opening: error, directory: directory)
+        }
+    }
+
     /// Opens the engine, creating an empty log when `createIfMissing` and there is none.
     func openEngine(createIfMissing: Bool) throws -> Engine {
         do {
@@ -22,6 +34,13 @@ extension GlobalOptions {
 }
 
 extension CLIError {
+    /// A log that would not open for reading: say which directory, by the store's error code.
+    init(reading error: EventLogError, directory: String) {
+        self.init(
+            opening: Projections.ValidationError(storage: error, doing: "reading the log at \(directory)"),
+            directory: directory)
+    }
+
     /// A rule broken by a command or an event: the rule's code, then what the library said (it names the ids).
     init(_ error: Projections.ValidationError, doing action: String? = nil) {
         if error.code == .storage {

@@ -43,7 +43,7 @@ struct StatsCommand: ParsableCommand {
     @Flag(help: "Print JSON.") var json = false
 
     func run() throws {
-        let log = try global.openExistingLog()
+        let log = try global.openLogForReading()
         let output = StatsOutput(log.stats())
         try log.close()
         if json { try Output.json(output) } else { output.printTable() }
@@ -147,8 +147,21 @@ extension GlobalOptions {
         }
     }
 
-    func openExistingLog() throws -> EventLog {
+    /// Opens the log for a command that only reads: read-only, so it changes no file and works beside a
+    /// process that is writing the log (it then says so on stderr and shows what that process acknowledged).
+    func openLogForReading() throws -> EventLog {
         try requireLog()
-        return try EventLog.open(directory: directory, configuration: .init(createIfMissing: false))
+        let log: EventLog
+        do {
+            log = try EventLog.openReadOnly(directory: directory)
+        } catch {
+            throw CLIError(reading: error, directory: directory)
+        }
+        if log.isLiveReader {
+            Output.error(
+                "reading a live log: another process is writing \(directory); this shows what it has acknowledged "
+                    + "(up to position \(log.head))")
+        }
+        return log
     }
 }

@@ -21,6 +21,7 @@ struct Parley: AsyncParsableCommand {
             ReplayCommand.self,
             SnapshotCommand.self,
             TailCommand.self,
+            BackupCommand.self,
             CrashWriterCommand.self,
             BenchCommand.self,
         ]

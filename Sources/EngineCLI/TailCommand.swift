@@ -9,10 +9,9 @@ struct TailCommand: AsyncParsableCommand {
         commandName: "tail",
         abstract: "Print the log as canonical JSON Lines from a position, then follow it live until interrupted.",
         discussion: """
-            Follows through the log's subscription until SIGINT (Ctrl-C), then closes the log cleanly and exits 0. \
-            The log is locked by one process at a time, so `tail` sees history and the appends made inside its own \
-            process; while it runs, other `parley` commands on the same --data cannot open the log. Use \
-            --no-follow to stop once caught up.
+            Follows the log until SIGINT (Ctrl-C), then exits 0. It opens the log read-only: it changes no file, \
+            and prints what another process (`parley serve`, `parley append`) appends as soon as that process has \
+            it on disk, within about 10 ms. Use --no-follow to stop once caught up.
             """)
     @OptionGroup var global: GlobalOptions
     @Option(help: "The first position to print.") var from: UInt64 = 1
@@ -20,7 +19,7 @@ struct TailCommand: AsyncParsableCommand {
     @Flag(inversion: .prefixedNo, help: "Keep following new events after catching up.") var follow = true
 
     func run() async throws {
-        let log = try global.openExistingLog()
+        let log = try global.openLogForReading()
         let interrupted = Mutex(false)
         // A parent may hand SIGINT down blocked (test runners do): unblock it, and let the source handle it.
         var interrupt = sigset_t()

@@ -69,7 +69,9 @@ enum Checkpoint {
     }
 
     /// Loads the checkpoint if it is whole and matches the files on disk; nil means "scan instead".
-    static func load(directory: String, segmentNames: [String], state: StateFile) throws(EventLogError) -> LogIndex? {
+    static func load(directory: String, segmentNames: [String], state: StateFile, readOnly: Bool = false)
+        throws(EventLogError) -> LogIndex?
+    {
         guard let bytes = try FileSystem.read(directory + "/" + EventLog.checkpointFileName), bytes.count > 4 else {
             return nil
         }
@@ -99,7 +101,7 @@ enum Checkpoint {
                     size: try reader.readUInt64(), modifiedSeconds: try reader.readSignedVarint(),
                     modifiedNanoseconds: try reader.readSignedVarint(), inode: try reader.readUInt64())
                 guard FileSystem.fingerprint(path) == saved, saved.size == UInt64(length) else { return nil }
-                let file = try FileDescriptor.open(path, flags: O_RDWR)
+                let file = try FileDescriptor.open(path, flags: readOnly ? O_RDONLY : O_RDWR)
                 index.segments.append(
                     SegmentState(firstPosition: firstPosition, path: path, file: file, length: length, isSealed: sealed)
                 )

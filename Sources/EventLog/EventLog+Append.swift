@@ -105,6 +105,11 @@ final class WriterState: @unchecked Sendable {
         self.tailFile = tailFile
     }
 
+    /// A writer that never runs, for a read-only log (which refuses appends before they reach it).
+    static func idle(directory: String, file: FileDescriptor) -> WriterState {
+        WriterState(directory: directory, tailFile: file)
+    }
+
     /// Makes sure the log has an open, unsealed tail segment and points the writer at its end.
     static func prepare(directory: String, index: inout LogIndex) throws(EventLogError) -> WriterState {
         if index.segments.last?.isSealed ?? true {
@@ -163,6 +168,10 @@ extension EventLog {
         case .success(let records): staged = records
         case .failure(let problem):
             completion(.failure(problem))
+            return
+        }
+        if readOnly != nil {
+            completion(.failure(EventLogError(.readOnly, "the log at \(directory) is open read-only")))
             return
         }
         let request = AppendRequest(staged: staged, completion: completion)
@@ -591,14 +600,17 @@ extension EventLog {
         }
     }
 
-    /// Makes records up to `position` visible to readers and wakes subscribers.
+    /// Makes records up to `position` visible to readers (and to readers in other processes, through
+    /// `parley.head`) and wakes subscribers.
     private func commit(through position: UInt64, digest: [UInt8]) {
-        committed.withLock { head in
-            if position > head.position {
-                head.position = position
-                head.digest = digest
-            }
+        let advanced = committed.withLock { head -> Bool in
+            guard position > head.position else { return false }
+            head.position = position
+            head.digest = digest
+            return true
         }
+        // A failed write here only delays other processes' readers: it never fails the append.
+        if advanced { try? headFile?.write(HeadFile.encode(position: position, digest: digest), at: 0) }
         notifier.notify()
     }
 

@@ -1,5 +1,9 @@
 import Synchronization
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// One thing `verify` found wrong.
 public struct VerificationProblem: Sendable, Hashable, CustomStringConvertible {
     /// The segment file's name.
@@ -47,7 +51,25 @@ extension EventLog {
             let path = directory + "/" + name
             segments.append((path, Int(FileSystem.fingerprint(path)?.size ?? 0)))
         }
-        return try verify(segments: segments, through: .max)
+        // Beside a live writer, check what it acknowledged: the batches after it may be half written.
+        var through = UInt64.max
+        if isHeldByAnotherProcess(directory),
+            let headFile = try? FileDescriptor.open(directory + "/" + HeadFile.name, flags: O_RDONLY),
+            let head = HeadFile.read(headFile)
+        {
+            through = head.position
+        }
+        return try verify(segments: segments, through: through)
+    }
+
+    /// Whether a writer holds the log in `directory` now (its `LOCK` is taken).
+    static func isHeldByAnotherProcess(_ directory: String) -> Bool {
+        guard let lock = try? FileDescriptor.open(directory + "/" + lockFileName, flags: O_RDONLY) else { return false }
+        if lock.tryLock() {
+            lock.unlock()
+            return false
+        }
+        return true
     }
 
     static func verify(segments: [(path: String, length: Int)], through committed: UInt64) throws(EventLogError)

@@ -78,7 +78,12 @@ public final class EventLog: @unchecked Sendable {
     /// What opening found and did.
     public let openReport: OpenReport
 
-    let lockFile: FileDescriptor
+    /// The writer's lock on `LOCK`; nil for a read-only log, which takes none.
+    let lockFile: FileDescriptor?
+    /// `parley.head`, rewritten after every commit for readers in other processes; nil for a read-only log.
+    let headFile: FileDescriptor?
+    /// A read-only log's follower; nil for the writer.
+    let readOnly: ReadOnlyFollow?
     let state: IndexLock
     /// The newest position whose batch is durable (or written, in buffered mode): what readers may see,
     /// and the chain digest after it. Its own lock, so that acknowledging a synced group never waits for
@@ -92,14 +97,16 @@ public final class EventLog: @unchecked Sendable {
 
     enum Lifecycle { case open, closed }
 
-    private init(
-        directory: String, configuration: Configuration, report: OpenReport, lockFile: FileDescriptor,
-        index: LogIndex, writer: WriterState
+    init(
+        directory: String, configuration: Configuration, report: OpenReport, lockFile: FileDescriptor?,
+        index: LogIndex, writer: WriterState, headFile: FileDescriptor? = nil, readOnly: ReadOnlyFollow? = nil
     ) {
         self.directory = directory
         self.configuration = configuration
         self.openReport = report
         self.lockFile = lockFile
+        self.headFile = headFile
+        self.readOnly = readOnly
         self.state = IndexLock(index)
         self.committed = Mutex(CommittedHead(position: index.committed, digest: index.committedDigest))
         self.writer = writer
@@ -162,9 +169,11 @@ public final class EventLog: @unchecked Sendable {
         try FileSystem.writeAtomically(
             StateFile(isClean: false, head: index.committed, digest: index.committedDigest).encoded(),
             to: statePath, directory: directory)
+        let headFile = try FileDescriptor.open(directory + "/" + HeadFile.name, flags: O_RDWR | O_CREAT)
+        try headFile.write(HeadFile.encode(position: index.committed, digest: index.committedDigest), at: 0)
         let log = EventLog(
             directory: directory, configuration: configuration, report: report, lockFile: lockFile, index: index,
-            writer: writer)
+            writer: writer, headFile: headFile)
         log.startThreads()
         return log
     }
@@ -188,9 +197,13 @@ public final class EventLog: @unchecked Sendable {
             return state == .open
         }
         guard wasOpen else { return }
+        if let readOnly {
+            closeReadOnly(readOnly)
+            return
+        }
         stopThreads()
         notifier.close()
-        defer { lockFile.unlock() }
+        defer { lockFile?.unlock() }
         let head = committed.withLock { $0 }
         var snapshot = state.withLock { $0 }
         snapshot.committed = head.position

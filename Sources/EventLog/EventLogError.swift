@@ -36,6 +36,8 @@ public struct EventLogError: Error, Sendable, Hashable, CustomStringConvertible 
         public static let io = Code("io")
         /// The disk (or the user's quota) is full: free space in the data directory, then reopen.
         public static let noSpace = Code("noSpace")
+        /// The log was opened read-only (``EventLog/openReadOnly(directory:configuration:)``).
+        public static let readOnly = Code("readOnly")
         /// The append call was empty.
         public static let emptyAppend = Code("emptyAppend")
     }

@@ -23,7 +23,7 @@ struct QueryOptions: ParsableArguments {
 
     /// Opens the engine, runs `body`, closes the engine.
     func withEngine<T>(_ body: (Engine) throws -> T) throws -> T {
-        let engine = try global.openExistingEngine()
+        let engine = try global.openEngineForReading()
         defer { try? engine.close() }
         return try body(engine)
     }

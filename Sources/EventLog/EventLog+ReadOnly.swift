@@ -1,0 +1,242 @@
+import Dispatch
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `parley.head`: the writer's committed position and chain digest, rewritten in place after every commit
+/// (no fsync: readers on the same machine read it from the page cache; after a crash the next writer
+/// rewrites it from what recovery found). Readers beside the writer follow it, so they never look past what
+/// the writer acknowledged.
+///
+/// 48 bytes: magic `PHED` · position UInt64 LE · digest (32) · CRC-32C of the first 44 bytes, LE. A reader
+/// that catches it half-written sees a bad CRC and reads again.
+enum HeadFile {
+    static let name = "parley.head"
+    static let magic: [UInt8] = Array("PHED".utf8)
+    static let size = 48
+
+    static func encode(position: UInt64, digest: [UInt8]) -> [UInt8] {
+        var writer = BinaryWriter(capacity: size)
+        writer.write(bytes: magic)
+        writer.writeUInt64(position)
+        writer.write(bytes: digest)
+        writer.writeUInt32(CRC32C.checksum(writer.bytes))
+        return writer.bytes
+    }
+
+    static func decode(_ bytes: [UInt8]) -> (position: UInt64, digest: [UInt8])? {
+        guard bytes.count == size, Array(bytes[0..<4]) == magic else { return nil }
+        var crcReader = BinaryReader(bytes, offset: 44)
+        guard CRC32C.checksum(Array(bytes[0..<44])) == (try? crcReader.readUInt32()) else { return nil }
+        var reader = BinaryReader(bytes, offset: 4)
+        guard let position = try? reader.readUInt64(), let digest = try? reader.readBytes(32) else { return nil }
+        return (position, digest)
+    }
+
+    /// The head `file` holds now (retrying a torn read a few times); nil when it holds none.
+    static func read(_ file: FileDescriptor) -> (position: UInt64, digest: [UInt8])? {
+        for _ in 0..<8 {
+            guard let bytes = try? file.read(at: 0, count: size) else { return nil }
+            if let head = decode(bytes) { return head }
+            if bytes.count < size { return nil }
+        }
+        return nil
+    }
+}
+
+/// Walks a log's batches forward from where it stopped, checking each (CRC, decompression, positions, chain)
+/// and indexing its records, up to a position the writer published: the index of a read-only reader.
+/// Reads with `pread` from files opened read-only and never writes.
+struct LogFollower {
+    let directory: String
+    /// The next position expected, and the chain value before it.
+    var expected: UInt64 = 1
+    var digest = BatchFormat.zeroDigest
+
+    /// Indexes batches until `limit` is reached (or the data written so far ends). With `stopAtDamage` (a log a
+    /// crash left, with no writer to say where its acknowledged part ends) a batch that fails a check ends the
+    /// walk instead, as recovery would cut it there.
+    /// - Throws: `.corruptBatch` naming segment and offset when a batch at or below `limit` fails a check.
+    mutating func advance(_ index: inout LogIndex, to limit: UInt64, stopAtDamage: Bool = false)
+        throws(EventLogError)
+    {
+        while expected <= limit {
+            if index.segments.last?.isSealed ?? true {
+                let name = segmentFileName(firstPosition: expected)
+                let path = directory + "/" + name
+                guard FileSystem.exists(path) else { return }
+                let file = try FileDescriptor.open(path, flags: O_RDONLY)
+                let header = try file.read(at: 0, count: BatchFormat.segmentHeaderSize)
+                guard header.count == BatchFormat.segmentHeaderSize else { return }
+                guard try SegmentScanner(name: name, bytes: header).parseHeader() == expected else {
+                    throw EventLogError(
+                        .corruptBatch, "segment \(name) does not start at position \(expected), as its name says")
+                }
+                index.segments.append(
+                    SegmentState(
+                        firstPosition: expected, path: path, file: file, length: BatchFormat.segmentHeaderSize,
+                        isSealed: false))
+            }
+            let number = index.segments.count - 1
+            let segment = index.segments[number]
+            let name = String(segment.path.split(separator: "/").last ?? "")
+            let offset = segment.length
+            let head = try segment.file.read(at: offset, count: max(BatchFormat.headerSize, BatchFormat.footerSize))
+            if head.count >= BatchFormat.footerSize,
+                let footer = SegmentScanner(name: name, bytes: Array(head.prefix(BatchFormat.footerSize)))
+                    .parseFooter(at: 0)
+            {
+                guard footer.lastPosition == expected - 1, footer.digest == digest else {
+                    throw EventLogError(
+                        .corruptBatch,
+                        "segment \(name) has a footer at offset \(offset) that disagrees with its batches")
+                }
+                index.segments[number].isSealed = true
+                index.segments[number].length = offset + BatchFormat.footerSize
+                continue
+            }
+            let parsed = head.withUnsafeBytes { BatchHeader.parse($0, at: 0) }
+            guard let header = parsed, head.count >= BatchFormat.headerSize else { return }
+            let bytes = try segment.file.read(at: offset, count: header.totalLength)
+            guard bytes.count == header.totalLength else { return }
+            let problem: String? = bytes.withUnsafeBytes { raw -> String? in
+                guard header.firstPosition == expected else {
+                    return "position gap: expected \(expected), batch starts at \(header.firstPosition)"
+                }
+                guard case .success(let block) = BatchDecoder.block(header: header, batch: raw) else {
+                    return "batch fails its CRC or does not decompress"
+                }
+                let chained = BatchHeader.chain(previous: digest, batch: raw)
+                guard chained == header.digest else { return "hash chain mismatch" }
+                guard let records = BatchDecoder.records(header: header, block: block) else {
+                    return "records do not decode"
+                }
+                for record in records { index.index(record) }
+                digest = chained
+                return nil
+            }
+            if let problem {
+                if stopAtDamage { return }
+                throw EventLogError(
+                    .corruptBatch, "\(name) offset \(offset) (position \(expected)): \(problem)")
+            }
+            index.batches.append(
+                BatchLocation(
+                    segment: Int32(number), offset: Int64(offset), firstPosition: header.firstPosition,
+                    count: header.count, totalLength: UInt32(header.totalLength),
+                    uncompressedLength: header.uncompressedLength, minTime: header.minTime, maxTime: header.maxTime))
+            index.uncompressedBytes += Int(header.uncompressedLength)
+            index.segments[number].length = offset + header.totalLength
+            expected = header.lastPosition + 1
+        }
+    }
+}
+
+/// What a read-only log keeps beside the index: where it stopped, and its thread that follows the writer.
+final class ReadOnlyFollow: @unchecked Sendable {
+    // `@unchecked Sendable`: `follower` is touched only under the log's `state` lock; the rest are atomics.
+    var follower: LogFollower
+    let headFile: FileDescriptor?
+    let stop = Atomic(false)
+    let stopped = DispatchSemaphore(value: 0)
+    /// Whether the writer (another process, or none) holds the log: `parley.head` exists and the lock is taken.
+    let isLive: Bool
+
+    init(follower: LogFollower, headFile: FileDescriptor?, isLive: Bool) {
+        self.follower = follower
+        self.headFile = headFile
+        self.isLive = isLive
+    }
+}
+
+extension EventLog {
+    /// How often a read-only reader looks for new commits (readers see a commit within about this long).
+    static let followInterval: useconds_t = 10_000
+
+    /// Opens the log in `directory` for reading only, beside a writer in another process (or none).
+    ///
+    /// Takes no lock and never changes a file: no recovery, no truncation, no index or state rewrite. The
+    /// reader sees exactly the batches the writer has acknowledged (it stops at the position the writer
+    /// publishes in `parley.head`; with no writer, at the position the state file or a clean close left), and
+    /// follows new commits within ~10 ms. Appends fail with `.readOnly`.
+    /// - Throws: `.notFound` / `.notALog` for a directory that holds no log, `.corruptBatch` naming segment and
+    ///   offset for a damaged acknowledged batch, `.io` for system errors.
+    public static func openReadOnly(directory: String, configuration: Configuration = .init()) throws(EventLogError)
+        -> EventLog
+    {
+        guard FileSystem.exists(directory) else { throw EventLogError(.notFound, "no log at \(directory)") }
+        guard let stateFile = try StateFile.read(directory + "/" + stateFileName) else {
+            throw EventLogError(.notALog, "\(directory) is not a Parley log (no \(stateFileName))")
+        }
+        let headFile = try? FileDescriptor.open(directory + "/" + HeadFile.name, flags: O_RDONLY)
+        let isLive = isHeldByAnotherProcess(directory)
+        // What the writer acknowledged: its published head; else what a clean close recorded; else (a log
+        // left by a crash, with no writer since) every whole append group the files hold.
+        let limit = headFile.flatMap(HeadFile.read)?.position ?? (stateFile.isClean ? stateFile.head : .max)
+        var index = LogIndex()
+        var follower = LogFollower(directory: directory)
+        // A log closed cleanly and not written since opens from its checkpoint, as the writer would.
+        let segmentNames = try FileSystem.list(directory).filter { $0.hasSuffix(".seg") }
+        if !isLive, stateFile.isClean, limit == stateFile.head,
+            let loaded = try? Checkpoint.load(
+                directory: directory, segmentNames: segmentNames, state: stateFile, readOnly: true)
+        {
+            index = loaded
+            follower.expected = loaded.committed + 1
+            follower.digest = loaded.committedDigest
+        }
+        try follower.advance(&index, to: limit, stopAtDamage: limit == .max)
+        index.committed = follower.expected - 1
+        index.committedDigest = follower.digest
+        let placeholder = try FileDescriptor.open(directory, flags: O_RDONLY | O_DIRECTORY)
+        let log = EventLog(
+            directory: directory, configuration: configuration, report: OpenReport(), lockFile: nil, index: index,
+            writer: WriterState.idle(directory: directory, file: placeholder),
+            readOnly: ReadOnlyFollow(follower: follower, headFile: headFile, isLive: isLive))
+        log.startFollowing()
+        return log
+    }
+
+    /// Whether this log was opened with ``openReadOnly(directory:configuration:)``.
+    public var isReadOnly: Bool { readOnly != nil }
+
+    /// Whether a read-only log was opened while another process held the log for writing.
+    public var isLiveReader: Bool { readOnly?.isLive ?? false }
+
+    /// The reader's thread: reads `parley.head` every ``followInterval`` and indexes what was committed since.
+    private func startFollowing() {
+        guard let readOnly, let headFile = readOnly.headFile else {
+            readOnly?.stopped.signal()
+            return
+        }
+        let thread = Thread { [self] in
+            while !readOnly.stop.load(ordering: .acquiring) {
+                usleep(EventLog.followInterval)
+                guard let head = HeadFile.read(headFile), head.position > committedPosition else { continue }
+                let advanced: (UInt64, [UInt8])? = try? state.withLock { index throws(EventLogError) in
+                    try readOnly.follower.advance(&index, to: head.position)
+                    return (readOnly.follower.expected - 1, readOnly.follower.digest)
+                }
+                guard let (position, digest) = advanced, position > committedPosition else { continue }
+                committed.withLock { head in
+                    head.position = position
+                    head.digest = digest
+                }
+                notifier.notify()
+            }
+            readOnly.stopped.signal()
+        }
+        thread.name = "parley-follower"
+        thread.start()
+    }
+
+    /// Stops a read-only log's follower thread and wakes its subscribers.
+    func closeReadOnly(_ readOnly: ReadOnlyFollow) {
+        readOnly.stop.store(true, ordering: .releasing)
+        readOnly.stopped.wait()
+        notifier.close()
+    }
+}
