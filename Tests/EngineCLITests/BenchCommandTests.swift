@@ -100,12 +100,13 @@ func quickBenchAgainstSQLitePrintsWellFormedJSON() throws {
     #expect(
         names == [
             "append-batched", "append-batched-4p", "append-concurrent", "commands-single", "commands-concurrent",
-            "commands-mixed", "scan", "replay", "read-room", "audit-actor", "size",
+            "commands-mixed", "commands-4-readers", "follow-latency", "scan", "replay", "read-room", "audit-actor",
+            "size",
         ])
     for workload in workloads {
         let name = workload["name"]?.string ?? "?"
         let parley = try #require(workload["parley"], "\(name) has no parley figures")
-        if name.hasPrefix("commands") {
+        if name.hasPrefix("commands") || name == "follow-latency" {
             // Parley's own command path, measured against the raw log and the disk in the same run.
             for key in ["eventsPerSecond", "p50Micros", "p99Micros", "p999Micros", "fractionOfLimit"] {
                 #expect(parley[key]?.number != nil, "\(name).parley.\(key) is missing")

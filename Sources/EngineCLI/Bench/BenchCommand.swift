@@ -317,6 +317,9 @@ struct BenchRunner {
             "commands-concurrent", senders: settings.producers, commands: settings.commands)
         let mixed = try await commands.run(
             "commands-mixed", senders: settings.producers, commands: settings.commands, queryThreads: 4)
+        let withReaders = try await commands.run(
+            "commands-4-readers", senders: settings.producers, commands: settings.commands, readers: 4)
+        let follow = try await commands.followLatency(settings.singleCommands)
         func figures(_ sample: Sample, of limit: Double) -> Figures {
             Figures(
                 events: sample.events, seconds: sample.seconds, eventsPerSecond: sample.eventsPerSecond,
@@ -360,7 +363,22 @@ struct BenchRunner {
             + "of the \(Int(cores)) cores; at commands-concurrent's \(BenchReport.micros(cpuPerCommand * 1e6)) of CPU "
             + "per command, the rest allows \(BenchReport.number(cpuBound)) commands/s "
             + "(\(BenchReport.percent(cpuBound / rate)) of commands-concurrent)"
-        return [singleWorkload, concurrentWorkload, mixedWorkload]
+        let readersRate = withReaders.sample.eventsPerSecond
+        var readersWorkload = BenchReport.Workload(
+            name: "commands-4-readers", parley: figures(withReaders.sample, of: readersRate / rate),
+            limitNote: "commands-concurrent in this run: \(BenchReport.number(rate)) commands/s",
+            target: "≥ 90% of commands-concurrent", targetMet: readersRate >= 0.9 * rate)
+        readersWorkload.note =
+            "commands-concurrent with 4 read-only opens of the same log (as `parley tail` in other processes would "
+            + "have) following it live and reading every record"
+        var followWorkload = BenchReport.Workload(
+            name: "follow-latency", parley: figures(follow, of: 0.1 / max(follow.percentileMicros(0.99) / 1e6, 1e-9)),
+            limitNote: "readers see a commit within 100 ms (they look every 10 ms)",
+            target: "p99 ≤ 100 ms", targetMet: follow.percentileMicros(0.99) <= 100_000)
+        followWorkload.note =
+            "from a one-record append returning to a read-only reader delivering that record (p50/p99 of "
+            + "\(follow.events) appends)"
+        return [singleWorkload, concurrentWorkload, mixedWorkload, readersWorkload, followWorkload]
     }
 
     // MARK: replay

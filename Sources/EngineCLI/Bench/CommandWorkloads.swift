@@ -86,6 +86,43 @@ struct CommandWorkloads {
         }
     }
 
+    /// Follow latency: one producer appends `count` one-record `.synced` calls to a fresh log while a read-only
+    /// open of it (as another process would have) follows; each record's latency runs from its append
+    /// returning to the reader delivering it (0 when the reader got it first: the head is published just
+    /// before appends are acknowledged).
+    func followLatency(_ count: Int) async throws -> Sample {
+        let path = root + "/follow"
+        let log = try EventLog.open(directory: path)
+        defer {
+            try? log.close()
+            try? FileManager.default.removeItem(atPath: path)
+        }
+        let reader = try EventLog.openReadOnly(directory: path)
+        defer { try? reader.close() }
+        let acknowledged = Mutex([UInt64](repeating: 0, count: count + 1))
+        let follower = Task {
+            var latencies: [UInt64] = []
+            for try await event in reader.subscribe(from: .first) {
+                guard case .record(let record) = event else { continue }
+                let seen = monotonicNanoseconds()
+                let position = Int(record.position.rawValue)
+                let ack = acknowledged.withLock { $0[position] }
+                latencies.append(ack == 0 || seen < ack ? 0 : seen - ack)
+                if position == count { break }
+            }
+            return latencies
+        }
+        let records = work.mix.records(0..<count)
+        let start = monotonicNanoseconds()
+        for record in records {
+            let result = try await log.append([record])
+            let now = monotonicNanoseconds()
+            if let position = result.positions.first { acknowledged.withLock { $0[Int(position.rawValue)] = now } }
+        }
+        let latencies = try await follower.value
+        return Sample(events: count, seconds: Double(monotonicNanoseconds() - start) / 1e9, latencies: latencies)
+    }
+
     /// `count` one-record `.synced` appends from one producer straight to a fresh log: the floor under
     /// commands-single (the log's own lone-append latency, with its writer and syncer thread hand-offs).
     func rawSingleAppends(_ count: Int) async throws -> Sample {
@@ -109,11 +146,33 @@ struct CommandWorkloads {
 
     /// `commands` commands from `senders` concurrent senders; with `queryThreads`, that many threads meanwhile
     /// ask for random room lists and message pages without pause.
-    func run(_ name: String, senders: Int, commands: Int, queryThreads: Int = 0) async throws -> Run {
+    /// With `readers`, that many read-only opens of the same log (as other processes would have) follow it
+    /// live, each reading every record as it commits.
+    func run(_ name: String, senders: Int, commands: Int, queryThreads: Int = 0, readers: Int = 0) async throws
+        -> Run
+    {
         let (engine, path) = try await makeEngine(name, senders: senders)
         defer {
             try? engine.close()
             try? FileManager.default.removeItem(atPath: path)
+        }
+        var followers: [(log: EventLog, task: Task<Int, any Error>)] = []
+        for _ in 0..<readers {
+            let log = try EventLog.openReadOnly(directory: path)
+            let task = Task {
+                var seen = 0
+                for try await event in log.subscribe(from: .first) {
+                    if case .record = event { seen += 1 }
+                }
+                return seen
+            }
+            followers.append((log, task))
+        }
+        defer {
+            for follower in followers {
+                try? follower.log.close()
+                follower.task.cancel()
+            }
         }
         let stop = Atomic(false)
         let queries = Atomic(0)
