@@ -104,15 +104,15 @@ struct LogFollower {
             guard bytes.count == header.totalLength else { return }
             let problem: String? = bytes.withUnsafeBytes { raw -> String? in
                 guard header.firstPosition == expected else {
-                    return "position gap: expected \(expected), batch starts at \(header.firstPosition)"
+                    return "position gap: expected \(expected), batch starts at \(header.firstPosition)."
                 }
                 guard case .success(let block) = BatchDecoder.block(header: header, batch: raw) else {
-                    return "batch fails its CRC or does not decompress"
+                    return "batch fails its CRC or does not decompress."
                 }
                 let chained = BatchHeader.chain(previous: digest, batch: raw)
-                guard chained == header.digest else { return "hash chain mismatch" }
+                guard chained == header.digest else { return "hash chain mismatch." }
                 guard let records = BatchDecoder.records(header: header, block: block) else {
-                    return "records do not decode"
+                    return "records do not decode."
                 }
                 for record in records { index.index(record) }
                 digest = chained
