@@ -27,12 +27,18 @@ struct AppendCommand: ParsableCommand {
         while let lines = input.nextAvailableLines() {
             var group: [(line: Int, envelope: EventEnvelope)] = []
             var errors: [(line: Int, error: Projections.ValidationError)] = []
-            for text in lines {
+            for line in lines {
                 lineNumber += 1
-                let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
-                guard !trimmed.isEmpty else { continue }
-                do {
-                    var envelope = try EventEnvelope(jsonLine: trimmed)
+                do throws(Projections.ValidationError) {
+                    guard case .complete(var bytes) = line else {
+                        throw Projections.ValidationError(
+                            .lineTooLong,
+                            "the line is longer than \(EventEnvelope.maximumLineLength >> 20) MiB, more than any "
+                                + "event can be (a record is at most 1 MiB); it was not read")
+                    }
+                    if lineNumber == 1 { bytes = Data(bytes.withoutByteOrderMark) }
+                    guard bytes.contains(where: { $0 != 0x20 && $0 != 0x09 && $0 != 0x0D }) else { continue }
+                    var envelope = try EventEnvelope(jsonLine: bytes)
                     // An id now, so that the acknowledgement can name it and find its position.
                     if envelope.id == nil { envelope.id = .random() }
                     group.append((lineNumber, envelope))
@@ -80,33 +86,81 @@ struct AppendCommand: ParsableCommand {
 }
 
 /// Splits a file handle's bytes into lines, handing out every complete line that is already available.
+///
+/// Each byte is looked at once (a long line costs linear time), and a line longer than
+/// ``EventEnvelope/maximumLineLength`` is not kept in memory: it is skipped to its end and reported as
+/// ``Line/tooLong``, and the lines after it are read as usual.
 struct LineReader {
+    /// One line of input, without its newline.
+    enum Line {
+        case complete(Data)
+        /// A line over the limit, with its length in bytes.
+        case tooLong(Int)
+    }
+
     let handle: FileHandle
+    let limit: Int
     private var pending = Data()
+    /// The length so far of an overlong line being skipped, or nil.
+    private var skipped: Int?
     private var isAtEnd = false
 
-    init(_ handle: FileHandle) { self.handle = handle }
+    init(_ handle: FileHandle, limit: Int = EventEnvelope.maximumLineLength) {
+        self.handle = handle
+        self.limit = limit
+    }
 
     /// Blocks until at least one line is available, then returns every complete line read so far (the last
     /// line without a newline at end of input); nil at the end.
-    mutating func nextAvailableLines() -> [String]? {
+    mutating func nextAvailableLines() -> [Line]? {
         while !isAtEnd {
             let chunk = handle.availableData
             if chunk.isEmpty {
                 isAtEnd = true
                 break
             }
-            pending.append(chunk)
-            if let last = pending.lastIndex(of: 0x0A) {
-                let complete = pending[pending.startIndex..<last]
-                pending = Data(pending[(last + 1)...])
-                return complete.split(separator: 0x0A, omittingEmptySubsequences: false).map {
-                    String(decoding: $0, as: UTF8.self)
-                }
-            }
+            let lines = split(chunk)
+            if !lines.isEmpty { return lines }
+        }
+        if let length = skipped {
+            skipped = nil
+            return [.tooLong(length)]
         }
         guard !pending.isEmpty else { return nil }
         defer { pending = Data() }
-        return [String(decoding: pending, as: UTF8.self)]
+        return [.complete(pending)]
+    }
+
+    /// The lines that `chunk` completes; its unfinished tail is kept (or counted, when over the limit).
+    private mutating func split(_ chunk: Data) -> [Line] {
+        var lines: [Line] = []
+        var start = chunk.startIndex
+        while let newline = chunk[start...].firstIndex(of: 0x0A) {
+            let piece = chunk[start..<newline]
+            if let length = skipped {
+                lines.append(.tooLong(length + piece.count))
+                skipped = nil
+            } else if pending.count + piece.count > limit {
+                lines.append(.tooLong(pending.count + piece.count))
+                pending = Data()
+            } else if pending.isEmpty {
+                lines.append(.complete(Data(piece)))
+            } else {
+                pending.append(piece)
+                lines.append(.complete(pending))
+                pending = Data()
+            }
+            start = newline + 1
+        }
+        let rest = chunk[start...]
+        if let length = skipped {
+            skipped = length + rest.count
+        } else if pending.count + rest.count > limit {
+            skipped = pending.count + rest.count
+            pending = Data()
+        } else {
+            pending.append(rest)
+        }
+        return lines
     }
 }

@@ -35,11 +35,19 @@ struct ImportCommand: ParsableCommand {
         let plan = ImportPlan.read(data, format: format)
         try rejectUnreadableFile(plan, data: data, guessed: requested == nil, format: format)
 
-        let engine = try global.openEngine(createIfMissing: true)
-        defer { try? engine.close() }
         let envelopes = plan.items.map(\.envelope)
         var invalid = plan.problems
-        if !skipInvalid {
+        // A file rejected before any log exists leaves none behind: check it against an empty in-memory
+        // store before creating the directory's log.
+        let isNewLog = isMissingOrEmpty(global.directory)
+        if !skipInvalid, isNewLog {
+            let scratch = try Engine(store: MemoryStore())
+            invalid += try located(scratch.validate(envelopes), in: plan)
+            guard invalid.isEmpty else { throw CLIError(rejecting: invalid, file: file) }
+        }
+        let engine = try global.openEngine(createIfMissing: true)
+        defer { try? engine.close() }
+        if !skipInvalid, !isNewLog {
             invalid += try located(engine.validate(envelopes), in: plan)
             guard invalid.isEmpty else { throw CLIError(rejecting: invalid, file: file) }
         }
@@ -79,6 +87,14 @@ struct ImportCommand: ParsableCommand {
         }
     }
 
+    /// Whether `directory` does not exist or holds nothing: where an import would create a new log.
+    private func isMissingOrEmpty(_ directory: String) -> Bool {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else {
+            return !FileManager.default.fileExists(atPath: directory)
+        }
+        return names.isEmpty
+    }
+
     private func requestedFormat() throws -> ImportFormat? {
         guard let format else { return nil }
         guard let known = ImportFormat(rawValue: format) else {
@@ -108,7 +124,12 @@ struct ImportCommand: ParsableCommand {
         if let problem = plan.problems.first(where: { $0.line == nil && ($0.path == nil || $0.path == "/") }) {
             throw CLIError("\(file) cannot be read as \(format.rawValue): \(problem.message)")
         }
-        if guessed, format == .jsonl, plan.items.isEmpty, !Self.holdsJSON(data) {
+        // A line refused for its bytes (not UTF-8, too long) is reported with its number, not as "not JSON".
+        let refusedBytes: Set = ["invalidUTF8", "lineTooLong"]
+        if guessed, format == .jsonl, plan.items.isEmpty,
+            !plan.problems.contains(where: { refusedBytes.contains($0.code) }),
+            !Self.holdsJSON(data)
+        {
             throw CLIError(
                 "\(file) is not JSON: parley imports JSON Lines events (one object per line, as `parley export` "
                     + "writes them) or a Firebase / Firestore JSON export")

@@ -59,9 +59,19 @@ final class Sandbox {
         return path
     }
 
+    /// Writes `bytes` (which need not be UTF-8) to a file in the sandbox and returns its path.
+    @discardableResult
+    func file(_ name: String, bytes: Data) throws -> String {
+        let path = root + "/" + name
+        try bytes.write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
     /// Runs `parley arguments… --data <data>` (unless `data` is false) with `stdin` as its input; standard
     /// output goes to `stdoutPath` (`/dev/full`, say) when one is given, and is then not captured.
-    func run(_ arguments: [String], stdin: String? = nil, data: Bool = true, stdoutPath: String? = nil) throws -> Run {
+    func run(
+        _ arguments: [String], stdin: String? = nil, input: Data? = nil, data: Bool = true, stdoutPath: String? = nil
+    ) throws -> Run {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: parleyBinary)
         process.arguments = arguments + (data ? ["--data", self.data] : [])
@@ -76,7 +86,7 @@ final class Sandbox {
         let inPath = root + "/.in-\(id)"
         _ = FileManager.default.createFile(atPath: outPath, contents: nil)
         _ = FileManager.default.createFile(atPath: errPath, contents: nil)
-        _ = FileManager.default.createFile(atPath: inPath, contents: Data((stdin ?? "").utf8))
+        _ = FileManager.default.createFile(atPath: inPath, contents: input ?? Data((stdin ?? "").utf8))
         defer {
             for path in [outPath, errPath, inPath] { try? FileManager.default.removeItem(atPath: path) }
         }

@@ -108,6 +108,19 @@ public struct EventEnvelope: Sendable, Hashable, Codable {
         return String(text.dropFirst("{\"data\":".count).dropLast())
     }
 
+    /// Parses one JSON line as read from a file: a trailing carriage return (a CRLF file) and surrounding
+    /// whitespace are ignored; bytes that are not UTF-8 are refused, never replaced with U+FFFD.
+    /// - Throws: ``ValidationError/Code/invalidUTF8`` with the byte offset, or ``ValidationError/Code/undecodable``.
+    public init(jsonLine bytes: some Collection<UInt8>) throws(ValidationError) {
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            throw ValidationError(
+                .invalidUTF8,
+                "the line is not valid UTF-8 (byte \(JSONText.firstInvalidUTF8(bytes) + 1) of the line): save the file "
+                    + "as UTF-8")
+        }
+        try self.init(jsonLine: text.trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+
     /// Parses one JSON line.
     /// - Throws: ``ValidationError/Code/undecodable`` naming what is wrong.
     public init(jsonLine: String) throws(ValidationError) {
@@ -119,6 +132,19 @@ public struct EventEnvelope: Sendable, Hashable, Codable {
             throw ValidationError(.undecodable, "\(error)")
         }
     }
+}
+
+extension ValidationError.Code {
+    /// A line of an input file that is not valid UTF-8.
+    public static let invalidUTF8 = Self("invalidUTF8")
+    /// A line of an input file longer than any event can be (``EventEnvelope/maximumLineLength``).
+    public static let lineTooLong = Self("lineTooLong")
+}
+
+extension EventEnvelope {
+    /// The longest JSON line read as one event: 8 MiB. A record is at most 1 MiB in the log, and escaping can
+    /// make its JSON a few times longer; a longer line cannot be an event and is refused without being buffered.
+    public static let maximumLineLength = 8 << 20
 }
 
 /// Small JSON text helpers shared by the envelope and the query results.
@@ -140,6 +166,19 @@ public enum JSONText {
             }
         }
         return out + "\""
+    }
+
+    /// The 0-based offset of the first byte of `bytes` that does not belong to a valid UTF-8 sequence.
+    static func firstInvalidUTF8(_ bytes: some Collection<UInt8>) -> Int {
+        var decoder = UTF8()
+        var iterator = bytes.makeIterator()
+        var offset = 0
+        while true {
+            switch decoder.decode(&iterator) {
+            case .scalarValue(let scalar): offset += UTF8.width(scalar)
+            case .emptyInput, .error: return offset
+            }
+        }
     }
 
     static func describe(_ error: DecodingError) -> String {

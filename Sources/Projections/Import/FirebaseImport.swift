@@ -7,6 +7,15 @@ extension ImportPlan {
     /// The LikeMinds shape (`Users`, `Messages`, `UsersChatRooms`, `ChatRooms`) and the ChatApp shape
     /// (`users`, `messages`, `user-messages`).
     mutating func readRealtimeDatabase(_ root: [String: Any]) {
+        if root["chats"] != nil || root["__collections__"] != nil {
+            problems.append(
+                ImportProblem(
+                    path: "/", code: "wrongFormat",
+                    message:
+                        "this is a Firestore export (it has a \(root["chats"] != nil ? "chats" : "__collections__") "
+                        + "collection), not a Realtime Database one: use --format firestore-json"))
+            return
+        }
         let known: Set = ["Users", "Messages", "UsersChatRooms", "ChatRooms", "users", "messages", "user-messages"]
         let unknown = root.keys.filter { !known.contains($0) }.sorted()
         if !unknown.isEmpty { notes.append("ignored top-level nodes: \(unknown.joined(separator: ", "))") }
@@ -166,14 +175,15 @@ extension ImportPlan {
             }
             var message = Message(
                 key: key, from: from, to: to, time: time, kind: .text, body: Loose.string(entry["text"]))
-            let width = Loose.int(entry["imageWidth"])
-            let height = Loose.int(entry["imageHeight"])
+            let width = integer(entry["imageWidth"], path: path + "/imageWidth", in: Self.pixels)
+            let height = integer(entry["imageHeight"], path: path + "/imageHeight", in: Self.pixels)
+            guard width.isValid, height.isValid else { continue }
             if let video = Loose.string(entry["videoUrl"]) {
                 message.kind = .video
-                message.media = Media(url: video, width: width, height: height)
+                message.media = Media(url: video, width: width.value, height: height.value)
             } else if let image = Loose.string(entry["imageUrl"]) {
                 message.kind = .image
-                message.media = Media(url: image, width: width, height: height)
+                message.media = Media(url: image, width: width.value, height: height.value)
             }
             messages.append(message)
         }
@@ -211,6 +221,26 @@ extension ImportPlan {
 
     mutating func readFirestore(_ root: [String: Any]) {
         let collections = (root["__collections__"] as? [String: Any]) ?? root
+        let realtimeNodes = ["Users", "Messages", "UsersChatRooms", "ChatRooms", "messages", "user-messages"]
+            .filter { collections[$0] != nil }
+        if collections["chats"] == nil, let node = realtimeNodes.first {
+            problems.append(
+                ImportProblem(
+                    path: "/", code: "wrongFormat",
+                    message:
+                        "this is a Firebase Realtime Database export (it has a \(node) node and no chats collection), "
+                        + "not a Firestore one: use --format firebase-rtdb"))
+            return
+        }
+        if collections["users"] == nil && collections["chats"] == nil {
+            problems.append(
+                ImportProblem(
+                    path: "/", code: "unknownShape",
+                    message: "no users or chats collection: not a known Firestore export (WagChat's shape)"))
+            return
+        }
+        let unknown = collections.keys.filter { $0 != "users" && $0 != "chats" }.sorted()
+        if !unknown.isEmpty { notes.append("ignored collections: \(unknown.joined(separator: ", "))") }
         let users = dictionary(collections["users"], path: "users")
         for key in users.keys.sorted() {
             let path = "users/\(key)"
@@ -222,32 +252,42 @@ extension ImportPlan {
             add(
                 .userRegistered(UserRegistered(user: UserID(key), method: .import, name: name)),
                 idKey: "wagchat/users/\(key)", time: nil, path: path)
+            // A coordinate or an age that is not a plausible number is a problem of this user's profile: the
+            // registration is kept, the profile update is not (a NaN would not export, 1e30 is no age).
+            var isValid = true
             var location: Location?
             if let text = Loose.string(user["location"]) {
                 location = Location(city: text)
             } else if let object = user["location"] as? [String: Any] {
-                location = Location(
-                    city: Loose.string(object["city"]), lat: Loose.double(object["lat"] ?? object["latitude"]),
-                    lon: Loose.double(object["lon"] ?? object["longitude"]))
+                let lat = number(
+                    object["lat"] ?? object["latitude"],
+                    path: path + "/location/" + (object["lat"] != nil ? "lat" : "latitude"),
+                    in: -90...90)
+                let lon = number(
+                    object["lon"] ?? object["longitude"],
+                    path: path + "/location/" + (object["lon"] != nil ? "lon" : "longitude"),
+                    in: -180...180)
+                isValid = isValid && lat.isValid && lon.isValid
+                location = Location(city: Loose.string(object["city"]), lat: lat.value, lon: lon.value)
             }
             var dogs: [Dog]?
             if let text = Loose.string(user["dogInfo"]), !text.isEmpty {
                 dogs = [Dog(name: text)]
             } else if let object = user["dogInfo"] as? [String: Any], let dogName = Loose.string(object["name"]) {
-                dogs = [
-                    Dog(
-                        name: dogName, breed: Loose.string(object["breed"]),
-                        ageYears: Loose.int(object["age"] ?? object["ageYears"]))
-                ]
+                let age = integer(object["age"] ?? object["ageYears"], path: path + "/dogInfo/age", in: Self.dogYears)
+                isValid = isValid && age.isValid
+                dogs = [Dog(name: dogName, breed: Loose.string(object["breed"]), ageYears: age.value)]
             } else if let list = user["dogInfo"] as? [[String: Any]] {
-                dogs = list.compactMap { dog in
-                    Loose.string(dog["name"]).map {
-                        Dog(
-                            name: $0, breed: Loose.string(dog["breed"]),
-                            ageYears: Loose.int(dog["age"] ?? dog["ageYears"]))
-                    }
+                dogs = []
+                for (index, dog) in list.enumerated() {
+                    guard let dogName = Loose.string(dog["name"]) else { continue }
+                    let age = integer(
+                        dog["age"] ?? dog["ageYears"], path: path + "/dogInfo/\(index)/age", in: Self.dogYears)
+                    isValid = isValid && age.isValid
+                    dogs?.append(Dog(name: dogName, breed: Loose.string(dog["breed"]), ageYears: age.value))
                 }
             }
+            guard isValid else { continue }
             let photo = Loose.string(user["photoUrl"]).flatMap { $0.isEmpty ? nil : $0 }
             let about = Loose.string(user["about"])
             if location != nil || dogs != nil || photo != nil || about != nil {
@@ -314,6 +354,11 @@ extension ImportPlan {
             }
         }
     }
+
+    /// Image and video sizes a message may state.
+    static let pixels = 0...1_000_000
+    /// Dog ages a profile may state.
+    static let dogYears = 0...100
 
     /// A node that should be an object; a missing one is empty, a wrong-typed one is a problem.
     private mutating func dictionary(_ value: Any?, path: String, required: Bool = false) -> [String: Any] {

@@ -11,18 +11,34 @@ public enum ImportFormat: String, Sendable, CaseIterable {
     case firestoreJSON = "firestore-json"
 
     /// Guesses the format from the file's bytes: JSON Lines when the first line is an event object, a
-    /// Firestore export when there is a `chats` collection, a Realtime Database export otherwise.
+    /// Firestore export when there is a `chats` collection, a Realtime Database export when the file is one
+    /// other JSON object, JSON Lines otherwise (so that a bad line is reported with its number). A byte-order
+    /// mark and a CRLF line end are ignored, and the first line is read whole, however long.
     public static func guess(_ data: Data) -> ImportFormat {
-        let text = String(decoding: data.prefix(1 << 16), as: UTF8.self)
-        let firstLine = text.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: true).first ?? ""
-        if firstLine.trimmingCharacters(in: .whitespaces).hasPrefix("{"), firstLine.contains("\"type\""),
-            (try? JSONSerialization.jsonObject(with: Data(firstLine.utf8))) != nil
-        {
-            return .jsonl
+        let bytes = data.withoutByteOrderMark
+        let lineEnd = bytes.firstIndex(of: 0x0A) ?? bytes.endIndex
+        let firstLine = bytes[bytes.startIndex..<lineEnd]
+        let first = try? JSONSerialization.jsonObject(with: Data(firstLine))
+        if let object = first as? [String: Any], object["type"] is String { return .jsonl }
+        let whole = lineEnd == bytes.endIndex ? first : try? JSONSerialization.jsonObject(with: Data(bytes))
+        guard let object = whole as? [String: Any] else {
+            // A pretty-printed document that does not parse (bad bytes, a syntax error) is still one document:
+            // read as one, its error is about the document rather than about each of its lines.
+            guard firstLine.allSatisfy({ [0x20, 0x09, 0x0D, UInt8(ascii: "{")].contains($0) }),
+                firstLine.contains(UInt8(ascii: "{"))
+            else { return .jsonl }
+            let isFirestore = [#""chats""#, #""__collections__""#].contains { bytes.range(of: Data($0.utf8)) != nil }
+            return isFirestore ? .firestoreJSON : .firebaseRTDB
         }
-        guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return .jsonl }
         if object["chats"] != nil || object["__collections__"] != nil { return .firestoreJSON }
         return .firebaseRTDB
+    }
+}
+
+extension Data {
+    /// The bytes after a UTF-8 byte-order mark, if the data starts with one.
+    public var withoutByteOrderMark: Data.SubSequence {
+        starts(with: [0xEF, 0xBB, 0xBF]) ? self[(startIndex + 3)...] : self[...]
     }
 }
 
@@ -89,9 +105,17 @@ public struct ImportPlan: Sendable {
                 ImportProblem(code: "emptyFile", message: "the file is empty: there is nothing to import"))
             return plan
         }
+        let data = Data(data.withoutByteOrderMark)
         switch format {
         case .jsonl: plan.readJSONLines(data)
         case .firebaseRTDB, .firestoreJSON:
+            if let line = firstInvalidUTF8Line(data) {
+                plan.problems.append(
+                    ImportProblem(
+                        code: "invalidUTF8",
+                        message: "line \(line) is not valid UTF-8: save the export as UTF-8 (nothing was imported)"))
+                return plan
+            }
             guard let object = try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed]) else {
                 plan.problems.append(
                     ImportProblem(
@@ -113,20 +137,26 @@ public struct ImportPlan: Sendable {
         return plan
     }
 
+    /// One event per line; a CRLF line end is read as LF, and each line must be UTF-8 on its own.
     private mutating func readJSONLines(_ data: Data) {
-        let text = String(decoding: data, as: UTF8.self)
         var lineNumber = 0
-        for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+        for line in data.split(separator: 0x0A, omittingEmptySubsequences: false) {
             lineNumber += 1
-            let trimmed = line.trimmingCharacters(in: .whitespacesAndNewlines)
-            if trimmed.isEmpty { continue }
+            if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { continue }
             do {
-                let envelope = try EventEnvelope(jsonLine: trimmed)
+                let envelope = try EventEnvelope(jsonLine: line)
                 items.append(Item(envelope: envelope, line: lineNumber, path: nil))
             } catch {
                 problems.append(ImportProblem(line: lineNumber, code: error.code.name, message: error.message))
             }
         }
+    }
+
+    /// The 1-based number of the first line holding bytes that are not UTF-8, or nil when all of it is UTF-8.
+    private static func firstInvalidUTF8Line(_ data: Data) -> Int? {
+        guard String(validating: data, as: UTF8.self) == nil else { return nil }
+        let offset = JSONText.firstInvalidUTF8(data)
+        return data.prefix(offset).reduce(1) { $1 == 0x0A ? $0 + 1 : $0 }
     }
 }
 
@@ -140,33 +170,92 @@ enum Loose {
         }
     }
 
+    /// A whole number; nil when the value is not one that fits an `Int` (`1e30` is not Int64.min).
     static func int(_ value: Any?) -> Int? {
         switch value {
-        case let number as NSNumber: return number.intValue
+        case let number as NSNumber:
+            if let exact = Int(number.stringValue) { return exact }
+            let double = number.doubleValue
+            guard double.isFinite, double.magnitude < 0x1p63 else { return nil }
+            return Int(double.rounded(.towardZero))
         case let text as String: return Int(text)
         default: return nil
         }
     }
 
+    /// A finite number; nil for anything else, NaN and infinities included (JSON cannot carry them back out).
     static func double(_ value: Any?) -> Double? {
+        let number: Double?
         switch value {
-        case let number as NSNumber: return number.doubleValue
-        case let text as String: return Double(text)
-        default: return nil
+        case let value as NSNumber: number = value.doubleValue
+        case let text as String: number = Double(text)
+        default: number = nil
         }
+        guard let number, number.isFinite else { return nil }
+        return number
     }
 
     /// A time in an export: milliseconds or seconds since the epoch (told apart by size), an ISO 8601 string,
-    /// or a Firestore timestamp object (`{"_seconds":…,"_nanoseconds":…}` or `{"seconds":…,"nanos":…}`).
+    /// or a Firestore timestamp object (`{"_seconds":…,"_nanoseconds":…}` or `{"seconds":…,"nanos":…}`); nil
+    /// when it is none of these or lies outside the years 0000–9999 that export can write.
     static func time(_ value: Any?) -> Int64? {
         if let object = value as? [String: Any] {
             guard let seconds = double(object["_seconds"] ?? object["seconds"]) else { return nil }
-            let nanos = double(object["_nanoseconds"] ?? object["nanos"] ?? object["nanoseconds"]) ?? 0
-            return Int64(seconds * 1000 + nanos / 1_000_000)
+            let nanosValue = object["_nanoseconds"] ?? object["nanos"] ?? object["nanoseconds"]
+            let nanos = nanosValue == nil ? 0 : double(nanosValue)
+            guard let nanos else { return nil }
+            return Timestamp.milliseconds(seconds: seconds, nanoseconds: nanos)
         }
         if let text = value as? String, let parsed = Timestamp.parse(text) { return parsed }
-        guard let number = double(value), number.isFinite, number >= 0 else { return nil }
+        guard let number = double(value), number >= 0 else { return nil }
         // Below 10^11 a value is seconds (10^11 ms is 1973; 10^11 s is the year 5138).
-        return number < 100_000_000_000 ? Int64(number * 1000) : Int64(number)
+        return number < 100_000_000_000 ? Timestamp.milliseconds(seconds: number) : Timestamp.milliseconds(number)
+    }
+}
+
+extension ImportPlan {
+    /// An optional number field: nil when absent or null; when present it must be a finite number in `range`,
+    /// else a problem naming its path is recorded and `isValid` is false.
+    mutating func number(_ value: Any?, path: String, in range: ClosedRange<Double>) -> (
+        value: Double?, isValid: Bool
+    ) {
+        guard let value, !(value is NSNull) else { return (nil, true) }
+        guard let number = Loose.double(value), range.contains(number) else {
+            problems.append(
+                ImportProblem(
+                    path: path, code: "invalidNumber",
+                    message:
+                        "\(path) is \(Self.describe(value)): it must be a number from \(Self.bound(range.lowerBound)) "
+                        + "to \(Self.bound(range.upperBound))"))
+            return (nil, false)
+        }
+        return (number, true)
+    }
+
+    /// An optional whole-number field, as ``number(_:path:in:)``.
+    mutating func integer(_ value: Any?, path: String, in range: ClosedRange<Int>) -> (value: Int?, isValid: Bool) {
+        guard let value, !(value is NSNull) else { return (nil, true) }
+        guard let number = Loose.int(value), range.contains(number) else {
+            problems.append(
+                ImportProblem(
+                    path: path, code: "invalidNumber",
+                    message:
+                        "\(path) is \(Self.describe(value)): it must be a whole number from \(range.lowerBound) to "
+                        + "\(range.upperBound)"))
+            return (nil, false)
+        }
+        return (number, true)
+    }
+
+    private static func describe(_ value: Any) -> String {
+        switch value {
+        case let text as String: return "'\(text)'"
+        case let number as NSNumber: return number.stringValue
+        default: return "not a number"
+        }
+    }
+
+    private static func bound(_ value: Double) -> String {
+        value == value.rounded() && value.magnitude < 1e15 ? String(Int(value)) : String(value)
     }
 }

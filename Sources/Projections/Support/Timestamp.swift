@@ -4,6 +4,26 @@ import Foundation
 ///
 /// Times inside the engine are `Int64` milliseconds since the Unix epoch.
 public enum Timestamp {
+    /// The times the text form can hold: years 0000 to 9999. Import refuses times outside it, so that every
+    /// time in the log exports as four-digit-year text that import reads back.
+    public static let representable: ClosedRange<Int64> = -62_167_219_200_000...253_402_300_799_999
+
+    /// Milliseconds for a count of seconds (and nanoseconds) since the epoch, as exports write them; nil when
+    /// either is not a finite number or the time is outside ``representable``.
+    public static func milliseconds(seconds: Double, nanoseconds: Double = 0) -> Int64? {
+        guard seconds.isFinite, nanoseconds.isFinite else { return nil }
+        return milliseconds(seconds * 1000 + nanoseconds / 1_000_000)
+    }
+
+    /// Whole milliseconds for a number of them; nil when it is not finite or outside ``representable``.
+    public static func milliseconds(_ value: Double) -> Int64? {
+        // Compared as Doubles first: converting an out-of-range Double to Int64 traps.
+        guard value.isFinite, value >= Double(representable.lowerBound), value <= Double(representable.upperBound)
+        else { return nil }
+        let milliseconds = Int64(value.rounded(.down))
+        return representable.contains(milliseconds) ? milliseconds : nil
+    }
+
     /// Formats milliseconds since the epoch as `yyyy-MM-ddTHH:mm:ss.SSSZ` (UTC).
     public static func format(_ milliseconds: Int64) -> String {
         let (days, msOfDay) = floorDivide(milliseconds, 86_400_000)
@@ -34,7 +54,8 @@ public enum Timestamp {
             bytes[13] == 58, bytes[16] == 58,
             let year = number(0, 4), let month = number(5, 2), let day = number(8, 2),
             let hour = number(11, 2), let minute = number(14, 2), let second = number(17, 2),
-            (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 61
+            (1...12).contains(month), (1...daysIn(month: month, year: year)).contains(day), hour < 24, minute < 60,
+            second < 61
         else { return nil }
         var index = 19
         var milliseconds: Int64 = 0
@@ -58,6 +79,15 @@ public enum Timestamp {
 
     /// Milliseconds since the epoch, now.
     public static func now() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)) }
+
+    /// 28 to 31: a day past it (2026-02-31) is not a date, not a day of the next month.
+    private static func daysIn(month: Int64, year: Int64) -> Int64 {
+        switch month {
+        case 2: return year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) ? 29 : 28
+        case 4, 6, 9, 11: return 30
+        default: return 31
+        }
+    }
 
     private static func pad(_ value: Int64, _ width: Int) -> String {
         let text = String(value)
