@@ -121,7 +121,8 @@ struct LogFollower {
             if let problem {
                 if stopAtDamage { return }
                 throw EventLogError(
-                    .corruptBatch, "\(name) offset \(offset) (position \(expected)): \(problem)")
+                    .corruptBatch,
+                    "segment \(name) is corrupt at byte offset \(offset) (position \(expected)): \(problem)")
             }
             index.batches.append(
                 BatchLocation(
