@@ -59,7 +59,9 @@ extension CLIError {
                 " The log is damaged: `parley verify` shows every problem; `parley repair --truncate-at-corruption` "
                 + "cuts the log there."
         case .locked?:
-            text += " Stop the other `parley` using \(directory), or pass another --data DIR."
+            text +=
+                (text.hasSuffix(".") ? "" : ".") + " Stop the other `parley` using \(directory), or pass another "
+                + "--data DIR."
         case .noSpace?:
             text += " Free space on the disk holding \(directory), then run the command again."
         default:
@@ -98,7 +100,8 @@ extension Output {
 
 /// `--limit` for queries that return a list.
 struct LimitOption: ParsableArguments {
-    @Option(help: "Return at most this many rows (a positive number).") var limit: Int?
+    // Unconditional: `--limit -1` is a value to refuse as not positive, not a missing value and a `-1` option.
+    @Option(parsing: .unconditional, help: "Return at most this many rows (a positive number).") var limit: Int?
 
     func validate() throws {
         if let limit, limit <= 0 {

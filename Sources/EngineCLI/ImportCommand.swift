@@ -104,16 +104,27 @@ struct ImportCommand: ParsableCommand {
         return known
     }
 
+    /// Reads the whole file; a FIFO or a process substitution (`<(…)`) is read to its end like a file.
     private func readFile() throws -> Data {
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: file, isDirectory: &isDirectory) else {
-            throw CLIError("no such file: \(file) (check the path)")
+        var info = stat()
+        guard stat(file, &info) == 0 else {
+            let code = errno
+            if code == ENOENT { throw CLIError("no such file: \(file) (check the path)") }
+            throw CLIError("cannot read \(file): \(String(cString: strerror(code)))")
         }
-        guard !isDirectory.boolValue else { throw CLIError("\(file) is a directory: pass the file to import") }
-        guard let data = FileManager.default.contents(atPath: file) else {
-            throw CLIError("cannot read \(file): check its permissions")
+        guard info.st_mode & S_IFMT != S_IFDIR else {
+            throw CLIError("\(file) is a directory: pass the file to import")
         }
-        return data
+        guard let handle = FileHandle(forReadingAtPath: file) else {
+            let reason = String(cString: strerror(errno))
+            throw CLIError("cannot open \(file): \(reason) (check its permissions)")
+        }
+        defer { try? handle.close() }
+        do {
+            return try handle.readToEnd() ?? Data()
+        } catch {
+            throw CLIError("cannot read \(file): \(error.localizedDescription)")
+        }
     }
 
     /// Problems that concern the whole file (empty, not JSON, an unknown shape) stop the import in any mode.

@@ -138,6 +138,13 @@ struct RepairCommand: ParsableCommand {
 extension GlobalOptions {
     /// Fails with a clear message when the data directory holds no log.
     func requireLog() throws {
+        var info = stat()
+        if stat(directory + "/parley.state", &info) != 0, errno != ENOENT {
+            // Not "not a log": the directory may well hold one that this user may not read.
+            throw CLIError(
+                "cannot read \(directory): \(String(cString: strerror(errno))) (check its permissions, or run as "
+                    + "the user who owns it)")
+        }
         guard FileManager.default.fileExists(atPath: directory + "/parley.state") else {
             if FileManager.default.fileExists(atPath: directory) {
                 throw CLIError("\(directory) is not a Parley log (no parley.state). Pass --data DIR.")

@@ -26,6 +26,14 @@ struct Parley: AsyncParsableCommand {
             BenchCommand.self,
         ]
     )
+
+    static func main() async {
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        if let problem = QueryCommand.unknownQuery(in: arguments) {
+            exit(withError: ArgumentParser.ValidationError(problem))
+        }
+        await main(arguments)
+    }
 }
 
 /// The options every command shares.

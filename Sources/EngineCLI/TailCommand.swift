@@ -27,10 +27,18 @@ struct TailCommand: AsyncParsableCommand {
         sigaddset(&interrupt, SIGINT)
         sigprocmask(SIG_UNBLOCK, &interrupt, nil)
         signal(SIGINT, SIG_IGN)
+        // The handler closes the log to end the subscription; `closed` lets the command wait for that close to
+        // finish before it returns, so the process never exits in the middle of it.
+        let closed = DispatchSemaphore(value: 0)
         let source = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
         source.setEventHandler {
-            interrupted.withLock { $0 = true }
+            let isFirst = interrupted.withLock { wasInterrupted in
+                defer { wasInterrupted = true }
+                return !wasInterrupted
+            }
+            guard isFirst else { return }
             try? log.close()
+            closed.signal()
         }
         source.resume()
         defer { source.cancel() }
@@ -62,6 +70,15 @@ struct TailCommand: AsyncParsableCommand {
             if !interrupted.withLock({ $0 }) { throw error }
         }
         Output.write(lines: pending)
-        if !interrupted.withLock({ $0 }) { try log.close() }
+        if interrupted.withLock({ $0 }) {
+            await withCheckedContinuation { continuation in
+                DispatchQueue.global().async {
+                    closed.wait()
+                    continuation.resume()
+                }
+            }
+        } else {
+            try log.close()
+        }
     }
 }

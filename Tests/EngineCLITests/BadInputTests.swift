@@ -163,7 +163,9 @@ struct BadInput: CustomTestStringConvertible, Sendable {
         BadInput(name: "audit --limit -1", status: 64, phrase: "--limit must be a positive number") { _ in
             ["audit", "--limit=-1"]
         },
-        BadInput(name: "unknown query kind", status: 64, phrase: "Unexpected argument 'followers'", ownData: true) {
+        BadInput(
+            name: "unknown query kind", status: 64, phrase: "unknown query 'followers': use one of rooms", ownData: true
+        ) {
             _ in
             ["query", "followers"]
         },

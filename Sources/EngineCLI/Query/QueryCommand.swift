@@ -14,6 +14,17 @@ struct QueryCommand: ParsableCommand {
             QueryActivityCommand.self, QueryFeedCommand.self, QuerySuggestionsCommand.self,
             QueryGratitudeCommand.self, QueryProfileCommand.self, QueryLookupCommand.self,
         ])
+
+    /// The error for `parley query NAME …` when NAME is not a query, or nil. Checked before parsing: the
+    /// parser would otherwise report the query's first option (`--user`) as unknown, not the name.
+    static func unknownQuery(in arguments: [String]) -> String? {
+        guard arguments.first == "query", arguments.count > 1, let name = arguments.dropFirst().first,
+            !name.hasPrefix("-")
+        else { return nil }
+        let names = configuration.subcommands.map { $0._commandName }
+        guard !names.contains(name), name != "help" else { return nil }
+        return "unknown query '\(name)': use one of \(names.joined(separator: ", "))"
+    }
 }
 
 /// What every query takes: the data directory and `--json`.

@@ -127,6 +127,12 @@ public struct EventEnvelope: Sendable, Hashable, Codable {
         do {
             self = try JSONDecoder().decode(EventEnvelope.self, from: Data(jsonLine.utf8))
         } catch let error as DecodingError {
+            // The decoder calls a number that does not fit its field "not valid JSON", without a path: find it.
+            if case .dataCorrupted(let context) = error, context.codingPath.isEmpty,
+                let misfit = JSONText.misfitNumber(in: jsonLine)
+            {
+                throw ValidationError(.undecodable, misfit)
+            }
             throw ValidationError(.undecodable, JSONText.describe(error))
         } catch {
             throw ValidationError(.undecodable, "\(error)")
@@ -179,6 +185,40 @@ public enum JSONText {
             case .emptyInput, .error: return offset
             }
         }
+    }
+
+    /// In valid JSON, the first number no field can hold: a position that is not a whole number from 0 to
+    /// 2^64 − 1, or any other number (but a coordinate) that is not a whole number that fits 64 bits; nil when
+    /// the text is not JSON or has no such number.
+    static func misfitNumber(in text: String) -> String? {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) else { return nil }
+        func find(_ value: Any, _ path: [String]) -> String? {
+            switch value {
+            case let object as [String: Any]:
+                for key in object.keys.sorted() {
+                    if let value = object[key], let found = find(value, path + [key]) { return found }
+                }
+            case let array as [Any]:
+                for (index, element) in array.enumerated() {
+                    if let found = find(element, path.dropLast() + [(path.last ?? "") + "[\(index)]"]) { return found }
+                }
+            case let number as NSNumber:
+                let text = number.stringValue
+                let at = path.joined(separator: ".")
+                if path == ["position"], UInt64(text) == nil {
+                    return
+                        "at 'position': \(text) is not a log position (a whole number from 1 to 18446744073709551615)"
+                }
+                if ["lat", "lon"].contains(path.last), number.doubleValue.isFinite { return nil }
+                if Int64(text) == nil, UInt64(text) == nil {
+                    return "at '\(at)': \(text) is not a whole number that fits in 64 bits"
+                }
+            default:
+                break
+            }
+            return nil
+        }
+        return find(object, [])
     }
 
     static func describe(_ error: DecodingError) -> String {
