@@ -25,11 +25,16 @@ extension GlobalOptions {
 
     /// Opens the engine, creating an empty log when `createIfMissing` and there is none.
     func openEngine(createIfMissing: Bool) throws -> Engine {
+        let engine: Engine
         do {
-            return try Engine.open(directory: directory, configuration: .init(createIfMissing: createIfMissing))
+            engine = try Engine.open(directory: directory, configuration: .init(createIfMissing: createIfMissing))
         } catch {
             throw CLIError(opening: error, directory: directory)
         }
+        // What opening did (a torn tail cut after a crash, an unfinished append dropped, a loose mode tightened)
+        // is said, never done silently.
+        for note in (engine.store as? EventLog)?.openReport.notes ?? [] { Output.error("note: \(note)") }
+        return engine
     }
 }
 

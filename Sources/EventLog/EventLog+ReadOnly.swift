@@ -169,8 +169,16 @@ extension EventLog {
         -> EventLog
     {
         guard FileSystem.exists(directory) else { throw EventLogError(.notFound, "no log at \(directory)") }
-        guard let stateFile = try StateFile.read(directory + "/" + stateFileName) else {
-            throw EventLogError(.notALog, "\(directory) is not a Parley log (no \(stateFileName))")
+        let stateFile: StateFile
+        do throws(EventLogError) {
+            guard let read = try StateFile.read(directory + "/" + stateFileName) else {
+                throw EventLogError(.notALog, "\(directory) is not a Parley log (no \(stateFileName))")
+            }
+            stateFile = read
+        } catch  where error.code == .notALog && FileSystem.exists(directory + "/" + segmentFileName(firstPosition: 1))
+        {
+            // A damaged state file is only a lost hint: read the segments.
+            stateFile = StateFile(isClean: false, head: 0, digest: BatchFormat.zeroDigest)
         }
         let headFile = try? FileDescriptor.open(directory + "/" + HeadFile.name, flags: O_RDONLY)
         let isLive = isHeldByAnotherProcess(directory)

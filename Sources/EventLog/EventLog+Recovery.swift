@@ -5,9 +5,15 @@
 extension EventLog {
     /// Rebuilds the indexes by scanning every segment, checking each batch; cuts a torn tail; refuses
     /// (or, when asked, cuts) corruption before the tail.
+    ///
+    /// `cleanHead`: the head the state file recorded at a clean close, if it says so. Such a log's tail cannot
+    /// be torn: damage at its end is then refused like damage anywhere else, never cut silently, and what a
+    /// repair drops is counted up to that head.
     static func recover(
-        directory: String, segmentNames: [String], configuration: Configuration, report: inout OpenReport
+        directory: String, segmentNames: [String], configuration: Configuration, cleanHead: UInt64?,
+        report: inout OpenReport
     ) throws(EventLogError) -> LogIndex {
+        let wasClean = cleanHead != nil
         var index = LogIndex()
         var expected: UInt64 = 1
         var digest = BatchFormat.zeroDigest
@@ -61,7 +67,7 @@ extension EventLog {
             index.uncompressedBytes += segmentUncompressed
 
             guard let firstPosition = result.headerFirstPosition else {
-                if isLast && !result.hasValidDataAfterStop {
+                if isLast && !result.hasValidDataAfterStop && !wasClean {
                     try FileSystem.remove(path)
                     try FileSystem.syncDirectory(directory)
                     report.notes.append("removed \(name): a segment whose creation the crash interrupted")
@@ -71,7 +77,7 @@ extension EventLog {
                 try corruption(
                     directory: directory, segmentNames: segmentNames, number: number, offset: 0,
                     position: expected, problem: "missing or damaged segment header", configuration: configuration,
-                    report: &report)
+                    cleanTail: isLast && !result.hasValidDataAfterStop, cleanHead: cleanHead, report: &report)
                 break
             }
             if firstPosition != expectedAtStart {
@@ -83,7 +89,7 @@ extension EventLog {
             var length = result.goodEnd
             var isSealed = false
             if let stop = result.stop {
-                if isLast && !result.hasValidDataAfterStop {
+                if isLast && !result.hasValidDataAfterStop && !wasClean {
                     try file.truncate(to: stop.offset)
                     try file.syncData()
                     report.truncatedBytes += bytes.count - stop.offset
@@ -95,7 +101,7 @@ extension EventLog {
                     try corruption(
                         directory: directory, segmentNames: segmentNames, number: number, offset: stop.offset,
                         position: stop.expectedPosition, problem: stop.problem, configuration: configuration,
-                        report: &report)
+                        cleanTail: isLast && !result.hasValidDataAfterStop, cleanHead: cleanHead, report: &report)
                     length = stop.offset
                 }
             } else if let footer = result.footer {
@@ -112,7 +118,16 @@ extension EventLog {
                     .corruptBatch,
                     "segment \(name) ends at offset \(bytes.count) without a footer, yet later segments exist")
             }
-            // A multi-batch append cut short by the crash: none of it was acknowledged, so drop all of it.
+            // A multi-batch append cut short by the crash: none of it was acknowledged, so drop all of it. After
+            // a clean close there is no such append: an unfinished group then means damage.
+            if let start = groupStart, !groupRecords.isEmpty, wasClean, !configuration.truncateAtCorruption {
+                throw EventLogError(
+                    .corruptBatch,
+                    "segment \(name) is corrupt at byte offset \(start.offset) (position \(start.expected)): an append "
+                        + "group there has no last batch, yet the log was closed cleanly. Run `parley verify` to list "
+                        + "every problem; `parley repair --truncate-at-corruption` drops the group "
+                        + "(\(groupRecords.count) records).")
+            }
             if let start = groupStart, !groupRecords.isEmpty {
                 try file.truncate(to: start.offset)
                 try file.syncData()
@@ -142,18 +157,21 @@ extension EventLog {
     /// Handles a damaged batch before the tail: throws, or with `truncateAtCorruption` cuts the log there.
     private static func corruption(
         directory: String, segmentNames: [String], number: Int, offset: Int, position: UInt64, problem: String,
-        configuration: Configuration, report: inout OpenReport
+        configuration: Configuration, cleanTail: Bool = false, cleanHead: UInt64? = nil, report: inout OpenReport
     ) throws(EventLogError) {
         let name = segmentNames[number]
-        let later = try recoverableRecords(
+        var later = try recoverableRecords(
             directory: directory, segmentNames: segmentNames, number: number, offset: offset, position: position)
+        if let cleanHead, cleanHead >= position { later = max(later, cleanHead - position + 1) }
         guard configuration.truncateAtCorruption else {
             throw EventLogError(
                 .corruptBatch,
                 "segment \(name) is corrupt at byte offset \(offset) (position \(position)): \(problem). "
-                    + "Valid data follows it, so this is damage, not a torn write. Run `parley verify` to list every "
-                    + "problem; `parley repair --truncate-at-corruption` drops everything from there "
-                    + "(about \(later) records).")
+                    + (cleanTail
+                        ? "The log was closed cleanly, so this is damage, not a torn write. "
+                        : "Valid data follows it, so this is damage, not a torn write. ")
+                    + "Run `parley verify` to list every problem; `parley repair --truncate-at-corruption` drops "
+                    + "everything from there (about \(later) records).")
         }
         let file = try FileDescriptor.open(directory + "/" + name, flags: O_RDWR)
         try file.truncate(to: max(offset, BatchFormat.segmentHeaderSize))

@@ -82,6 +82,10 @@ extension EventLog {
         var records: UInt64 = 0
         // After a damaged batch nothing ties the next good batch or footer to the chain: adopt its stored values.
         var resynchronised = false
+        // An append group of several batches counts only once its last batch is there: where the open one began,
+        // and the figures as of the last whole group.
+        var openGroup: (segment: String, offset: Int, position: UInt64)?
+        var whole = (records: UInt64(0), batches: 0, digest: BatchFormat.zeroDigest)
         for (number, segment) in segments.enumerated() {
             let name = String(segment.path.split(separator: "/").last ?? "")
             guard let all = try FileSystem.read(segment.path) else { continue }
@@ -179,6 +183,12 @@ extension EventLog {
                     digest = chained
                     batches += 1
                     expected = header.lastPosition + 1
+                    if header.continues {
+                        if openGroup == nil { openGroup = (name, offset, header.firstPosition) }
+                    } else {
+                        openGroup = nil
+                        whole = (records, batches, digest)
+                    }
                     offset += header.totalLength
                 }
             }
@@ -186,6 +196,14 @@ extension EventLog {
                 problems.append(
                     VerificationProblem(segment: name, offset: bytes.count, position: expected, kind: "missingFooter"))
             }
+        }
+        if let openGroup {
+            // Its end was never written: the append was not acknowledged, and the next open drops it.
+            problems.append(
+                VerificationProblem(
+                    segment: openGroup.segment, offset: openGroup.offset, position: openGroup.position,
+                    kind: "incompleteAppendGroup"))
+            (records, batches, digest) = whole
         }
         return VerificationReport(
             records: records, batches: batches, segments: segments.count, headDigest: digest.hexString,

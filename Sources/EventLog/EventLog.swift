@@ -130,11 +130,18 @@ public final class EventLog: @unchecked Sendable {
         guard FileSystem.isDirectory(directory) else {
             throw EventLogError(.notALog, "\(directory) is a file, not a log directory")
         }
+        var report = OpenReport()
+        if let loose = try FileSystem.tightenMode(directory) {
+            report.notes.append(
+                "tightened \(directory) from mode \(String(loose, radix: 8)) to 700: it holds every user's data")
+        }
         let names = try FileSystem.list(directory)
         let statePath = directory + "/" + stateFileName
         let hasState = names.contains(stateFileName)
+        // What a creation cut short by a crash leaves: the lock and the state file's temporary copy.
+        let leftovers = [lockFileName, stateFileName + ".tmp"]
         if !hasState {
-            let foreign = names.filter { $0 != lockFileName }
+            let foreign = names.filter { !leftovers.contains($0) }
             if !foreign.isEmpty {
                 let shown = foreign.prefix(3).joined(separator: ", ")
                 throw EventLogError(
@@ -148,13 +155,19 @@ public final class EventLog: @unchecked Sendable {
             throw EventLogError(
                 .locked, "\(directory) is in use by another Parley process (or another open log); close it first")
         }
-        var stateFile = try StateFile.read(statePath)
+        var stateFile: StateFile?
+        do {
+            stateFile = try StateFile.read(statePath)
+        } catch  where error.code == .notALog && names.contains(where: { $0.hasSuffix(".seg") }) {
+            // The state file is a hint: with segments beside it, rebuild it from them.
+            stateFile = StateFile(isClean: false, head: 0, digest: BatchFormat.zeroDigest)
+            report.notes.append("\(stateFileName) was damaged (\(error.message)); rebuilt from the segments")
+        }
         if stateFile == nil {
             stateFile = StateFile(isClean: false, head: 0, digest: BatchFormat.zeroDigest)
             try FileSystem.writeAtomically(stateFile!.encoded(), to: statePath, directory: directory)
         }
         let segmentNames = names.filter { $0.hasSuffix(".seg") }
-        var report = OpenReport()
         var index: LogIndex
         if let stateFile, stateFile.isClean,
             let loaded = try Checkpoint.load(directory: directory, segmentNames: segmentNames, state: stateFile)
@@ -163,12 +176,15 @@ public final class EventLog: @unchecked Sendable {
             report.openedFromCheckpoint = true
         } else {
             index = try recover(
-                directory: directory, segmentNames: segmentNames, configuration: configuration, report: &report)
+                directory: directory, segmentNames: segmentNames, configuration: configuration,
+                cleanHead: stateFile?.isClean == true ? stateFile?.head : nil, report: &report)
         }
-        let writer = try WriterState.prepare(directory: directory, index: &index)
+        // "Not clean" first: from here on a crash may leave a torn tail (even a torn new segment), which the
+        // next open may then cut; a clean state always means that nothing was written after it.
         try FileSystem.writeAtomically(
             StateFile(isClean: false, head: index.committed, digest: index.committedDigest).encoded(),
             to: statePath, directory: directory)
+        let writer = try WriterState.prepare(directory: directory, index: &index)
         let headFile = try FileDescriptor.open(directory + "/" + HeadFile.name, flags: O_RDWR | O_CREAT)
         try headFile.write(HeadFile.encode(position: index.committed, digest: index.committedDigest), at: 0)
         let log = EventLog(
@@ -212,7 +228,13 @@ public final class EventLog: @unchecked Sendable {
             throw EventLogError(.closed, "log closed after a failure; it will be recovered on open", cause: failure)
         }
         if let tail = snapshot.segments.last { try tail.file.syncData() }
-        try Checkpoint.write(snapshot, directory: directory)
+        // The checkpoint is derived data: without it the next open scans the segments instead. A disk too full
+        // to hold it must not fail the close (nor keep a stale one that might be trusted).
+        do {
+            try Checkpoint.write(snapshot, directory: directory)
+        } catch {
+            try? FileSystem.remove(directory + "/" + EventLog.checkpointFileName)
+        }
         try FileSystem.writeAtomically(
             StateFile(isClean: true, head: snapshot.committed, digest: snapshot.committedDigest).encoded(),
             to: directory + "/" + EventLog.stateFileName, directory: directory)

@@ -146,13 +146,34 @@ enum FileSystem {
     }
 
     /// Writes a whole file through a temporary name, synced, then renamed into place and the directory synced.
+    ///
+    /// The temporary file is created anew (`O_EXCL | O_NOFOLLOW`, after removing any left by a crash), so a
+    /// link planted at its name is never followed; it is removed again when a step fails, so a full disk is
+    /// not filled further by it.
     static func writeAtomically(_ bytes: [UInt8], to path: String, directory: String) throws(EventLogError) {
         let temporary = path + ".tmp"
-        let fd = try FileDescriptor.open(temporary, flags: O_WRONLY | O_CREAT | O_TRUNC)
-        try fd.write(bytes, at: 0)
-        try fd.syncAll()
-        try rename(temporary, path)
+        try remove(temporary)
+        do {
+            let fd = try FileDescriptor.open(temporary, flags: O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW)
+            try fd.write(bytes, at: 0)
+            try fd.syncAll()
+            try rename(temporary, path)
+        } catch {
+            try? remove(temporary)
+            throw error
+        }
         try syncDirectory(directory)
+    }
+
+    /// Tightens a directory that others may read or write to owner-only (0700); returns the old mode when it
+    /// changed it. The log holds every user's messages, e-mail and phone number.
+    static func tightenMode(_ path: String) throws(EventLogError) -> mode_t? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { throw EventLogError.system("stat \(path)") }
+        let mode = info.st_mode & 0o7777
+        guard mode & 0o077 != 0 else { return nil }
+        guard chmod(path, 0o700) == 0 else { throw EventLogError.system("chmod 0700 \(path)") }
+        return mode
     }
 
     /// Reads a whole file; nil when it does not exist.

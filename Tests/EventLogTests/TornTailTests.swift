@@ -3,7 +3,8 @@ import Testing
 
 @testable import EventLog
 
-/// A damaged end of the last segment (what a crash mid-write leaves) is cut back to the last whole batch.
+/// A damaged end of the last segment (what a crash mid-write leaves) is cut back to the last whole batch after a
+/// crash, and refused after a clean close.
 @Suite struct TornTailTests {
     /// How the tail is damaged.
     enum Damage: Sendable, CustomTestStringConvertible {
@@ -77,7 +78,19 @@ import Testing
             survivors = proposed.count - 40
         }
         try writeFileBytes(damaged, to: tail)
-        if crashMarkers { try simulateCrashMarkers(in: directory) }
+        if !crashMarkers {
+            // The state file says the log was closed cleanly, so it cannot have a torn tail: the damage is
+            // refused, nothing is cut, until a crash is what the directory says (or a repair is asked for).
+            do {
+                _ = try EventLog.open(directory: directory)
+                Issue.record("a cleanly closed log with a damaged tail opened")
+            } catch {
+                #expect(error.code == .corruptBatch)
+                #expect(error.message.contains("closed cleanly"), "\(error.message)")
+            }
+            #expect(try fileBytes(tail) == damaged)
+        }
+        try simulateCrashMarkers(in: directory)
 
         let reopened = try EventLog.open(directory: directory)
         #expect(!reopened.openReport.openedFromCheckpoint)
