@@ -106,15 +106,11 @@ struct LogFollower {
                 guard header.firstPosition == expected else {
                     return "position gap: expected \(expected), batch starts at \(header.firstPosition)."
                 }
-                guard case .success(let block) = BatchDecoder.block(header: header, batch: raw) else {
+                guard case .success = BatchDecoder.block(header: header, batch: raw) else {
                     return "batch fails its CRC or does not decompress."
                 }
                 let chained = BatchHeader.chain(previous: digest, batch: raw)
                 guard chained == header.digest else { return "hash chain mismatch." }
-                guard let records = BatchDecoder.records(header: header, block: block) else {
-                    return "records do not decode."
-                }
-                for record in records { index.index(record) }
                 digest = chained
                 return nil
             }
@@ -124,6 +120,7 @@ struct LogFollower {
                     .corruptBatch,
                     "segment \(name) is corrupt at byte offset \(offset) (position \(expected)): \(problem)")
             }
+            if index.unindexedBatch == nil { index.unindexedBatch = index.batches.count }
             index.batches.append(
                 BatchLocation(
                     segment: Int32(number), offset: Int64(offset), firstPosition: header.firstPosition,
@@ -150,6 +147,31 @@ final class ReadOnlyFollow: @unchecked Sendable {
         self.follower = follower
         self.headFile = headFile
         self.isLive = isLive
+    }
+}
+
+extension LogIndex {
+    /// Brings `ids`, `streams` and `typeCounts` up to date with the batches a read-only follower added.
+    /// - Throws: `.io` or `.corruptBatch` when a batch cannot be read back.
+    mutating func indexPendingRecords() throws(EventLogError) {
+        guard let first = unindexedBatch else { return }
+        for number in first..<batches.count {
+            let batch = batches[number]
+            let bytes = try segments[Int(batch.segment)].file.read(at: Int(batch.offset), count: Int(batch.totalLength))
+            let records: [Record]? = bytes.withUnsafeBytes { raw in
+                guard let header = BatchHeader.parse(raw, at: 0),
+                    case .success(let block) = BatchDecoder.block(header: header, batch: raw)
+                else { return nil }
+                return BatchDecoder.records(header: header, block: block)
+            }
+            guard let records else {
+                throw EventLogError(
+                    .corruptBatch, "the batch at position \(batch.firstPosition) no longer reads back whole")
+            }
+            for record in records { index(record) }
+            unindexedBatch = number + 1
+        }
+        unindexedBatch = nil
     }
 }
 

@@ -141,7 +141,8 @@ extension EventLog {
         throws(EventLogError) -> [Record]
     {
         let committed = committedPosition
-        let positions: [Position] = state.withLock { index in
+        let positions: [Position] = try state.withLock { index throws(EventLogError) in
+            try index.indexPendingRecords()
             guard let all = index.streams[stream.rawValue], version.rawValue >= 1 else { return [] }
             let first = Int(min(version.rawValue - 1, UInt64(all.count)))
             var result: [Position] = []
@@ -158,6 +159,7 @@ extension EventLog {
     public func peekVersion(of stream: StreamName) -> StreamVersion? {
         let committed = committedPosition
         return state.withLock { index in
+            try? index.indexPendingRecords()
             guard let all = index.streams[stream.rawValue] else { return nil }
             let count = all.prefix { $0 <= committed }.count
             return count == 0 ? nil : StreamVersion(UInt64(count))
@@ -167,7 +169,8 @@ extension EventLog {
     /// The committed record with this id, or nil.
     public func lookup(id: EventID) throws(EventLogError) -> Record? {
         let committed = committedPosition
-        let position = state.withLock { index -> UInt64? in
+        let position = try state.withLock { index throws(EventLogError) -> UInt64? in
+            try index.indexPendingRecords()
             guard let position = index.ids[id], position <= committed else { return nil }
             return position
         }

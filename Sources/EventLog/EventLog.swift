@@ -244,7 +244,8 @@ public final class EventLog: @unchecked Sendable {
     public func stats() -> LogStats {
         let head = committed.withLock { $0 }
         return state.withLock { index in
-            LogStats(
+            try? index.indexPendingRecords()
+            return LogStats(
                 records: head.position, segments: index.segments.count,
                 bytesOnDisk: index.segments.reduce(0) { $0 + $1.length },
                 uncompressedBytes: index.uncompressedBytes, batches: index.batches.count,

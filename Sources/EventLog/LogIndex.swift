@@ -41,6 +41,10 @@ struct LogIndex: Sendable {
     var uncompressedBytes: Int = 0
     /// Set when a write or sync failed: the log takes no more appends until reopened.
     var failure: EventLogError?
+    /// For a read-only log: the first batch whose records are not yet in `ids`, `streams` and `typeCounts`
+    /// (nil when all are). A follower indexes only batches, so that following costs no record decoding; the
+    /// record indexes catch up when a lookup, a stream read or the stats need them.
+    var unindexedBatch: Int?
 
     /// The index of the batch that holds `position`, if any.
     func batchIndex(holding position: UInt64) -> Int? {

@@ -368,9 +368,14 @@ struct BenchRunner {
             name: "commands-4-readers", parley: figures(withReaders.sample, of: readersRate / rate),
             limitNote: "commands-concurrent in this run: \(BenchReport.number(rate)) commands/s",
             target: "≥ 90% of commands-concurrent", targetMet: readersRate >= 0.9 * rate)
+        let leftBesideReaders = max(0, cores * withReaders.sample.seconds - withReaders.queryCPUSeconds)
+        let readersBound = leftBesideReaders / cpuPerCommand / withReaders.sample.seconds
         readersWorkload.note =
             "commands-concurrent with 4 read-only opens of the same log (as `parley tail` in other processes would "
-            + "have) following it live and reading every record"
+            + "have), each on its own thread following it live and reading every record; the readers used "
+            + "\(BenchReport.percent(withReaders.queryCPUSeconds / (cores * withReaders.sample.seconds))) of the "
+            + "\(Int(cores)) cores, and the rest allows \(BenchReport.number(readersBound)) commands/s "
+            + "(\(BenchReport.percent(readersBound / rate)) of commands-concurrent)"
         var followWorkload = BenchReport.Workload(
             name: "follow-latency", parley: figures(follow, of: 0.1 / max(follow.percentileMicros(0.99) / 1e6, 1e-9)),
             limitNote: "readers see a commit within 100 ms (they look every 10 ms)",

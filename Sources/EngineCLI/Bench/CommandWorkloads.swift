@@ -24,7 +24,7 @@ struct CommandWorkloads {
         var queries = 0
         /// CPU time of the whole process while the commands ran (user + system, all threads).
         var cpuSeconds: Double
-        /// CPU time of the query threads alone.
+        /// CPU time of the query threads (or reader threads) alone.
         var queryCPUSeconds = 0.0
     }
 
@@ -156,24 +156,32 @@ struct CommandWorkloads {
             try? engine.close()
             try? FileManager.default.removeItem(atPath: path)
         }
-        var followers: [(log: EventLog, task: Task<Int, any Error>)] = []
+        // Each reader on a thread of its own, as a `parley tail` in another process would be: it reads what
+        // was committed since its last look, or waits a millisecond.
+        let stopReaders = Atomic(false)
+        let readerCPU = Mutex(0.0)
+        let readersDone = DispatchGroup()
+        var readerLogs: [EventLog] = []
         for _ in 0..<readers {
             let log = try EventLog.openReadOnly(directory: path)
-            let task = Task {
-                var seen = 0
-                for try await event in log.subscribe(from: .first) {
-                    if case .record = event { seen += 1 }
+            readerLogs.append(log)
+            readersDone.enter()
+            Thread {
+                var next: UInt64 = 1
+                while !stopReaders.load(ordering: .relaxed) {
+                    guard log.head.rawValue >= next, let records = try? log.read(from: Position(next), limit: 1024)
+                    else {
+                        usleep(1000)
+                        continue
+                    }
+                    next += UInt64(records.count)
                 }
-                return seen
-            }
-            followers.append((log, task))
+                let used = Self.cpuSeconds(thread: true)
+                readerCPU.withLock { $0 += used }
+                readersDone.leave()
+            }.start()
         }
-        defer {
-            for follower in followers {
-                try? follower.log.close()
-                follower.task.cancel()
-            }
-        }
+        defer { for log in readerLogs { try? log.close() } }
         let stop = Atomic(false)
         let queries = Atomic(0)
         let queryCPU = Mutex(0.0)
@@ -225,12 +233,15 @@ struct CommandWorkloads {
         let cpu = Self.cpuSeconds(thread: false) - startCPU
         stop.store(true, ordering: .relaxed)
         finished.wait()
+        stopReaders.store(true, ordering: .relaxed)
+        readersDone.wait()
         // Every acknowledged command is in the durable state, and a replay agrees with it.
         guard try engine.replayDigest() == engine.stateDigest else {
             throw BenchError("\(name): the engine's state and a replay of its log differ")
         }
         return Run(
             sample: Sample(events: latencies.count, seconds: seconds, latencies: latencies),
-            queries: queries.load(ordering: .relaxed), cpuSeconds: cpu, queryCPUSeconds: queryCPU.withLock { $0 })
+            queries: queries.load(ordering: .relaxed), cpuSeconds: cpu,
+            queryCPUSeconds: queryCPU.withLock { $0 } + readerCPU.withLock { $0 })
     }
 }
