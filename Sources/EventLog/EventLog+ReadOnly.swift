@@ -177,7 +177,7 @@ extension LogIndex {
 
 extension EventLog {
     /// How often a read-only reader looks for new commits (readers see a commit within about this long).
-    static let followInterval: useconds_t = 10_000
+    public static let followInterval: useconds_t = 10_000
 
     /// Opens the log in `directory` for reading only, beside a writer in another process (or none).
     ///

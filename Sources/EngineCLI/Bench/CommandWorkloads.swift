@@ -157,7 +157,7 @@ struct CommandWorkloads {
             try? FileManager.default.removeItem(atPath: path)
         }
         // Each reader on a thread of its own, as a `parley tail` in another process would be: it reads what
-        // was committed since its last look, or waits a millisecond.
+        // was committed since its last look, or waits as long as its follower does between looks at the head.
         let stopReaders = Atomic(false)
         let readerCPU = Mutex(0.0)
         let readersDone = DispatchGroup()
@@ -171,7 +171,7 @@ struct CommandWorkloads {
                 while !stopReaders.load(ordering: .relaxed) {
                     guard log.head.rawValue >= next, let records = try? log.read(from: Position(next), limit: 1024)
                     else {
-                        usleep(1000)
+                        usleep(EventLog.followInterval)
                         continue
                     }
                     next += UInt64(records.count)
