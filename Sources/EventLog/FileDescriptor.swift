@@ -1,8 +1,68 @@
+import Synchronization
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)
     import Darwin
 #endif
+
+/// The test hook of the one file that makes the log's system calls: forces an errno (or a short write) on
+/// the calls made on files under a path, so that disk-full, I/O errors and partial writes are tested in
+/// `swift test`, without root or `LD_PRELOAD` (as swift-system's mocking does).
+///
+/// Faults apply to files whose path starts with the given prefix (a test's own temporary directory), so tests
+/// running in parallel do not see each other's. Unarmed, each call pays one relaxed atomic load.
+package enum SystemCallFaults {
+    /// The calls a fault can hit.
+    package enum Call: Sendable {
+        case open, write, syncData, syncAll
+        /// `pwrite` writes at most half of what it was asked (the write loop must go on).
+        case shortWrite
+    }
+
+    struct Fault {
+        var call: Call
+        var pathPrefix: String
+        var errno: Int32
+        var remaining: Int
+    }
+
+    private static let isArmed = Atomic(false)
+    private static let faults = Mutex<[Fault]>([])
+
+    /// From now on, the next `times` `call`s on files under `pathPrefix` fail with `errno` (for `.shortWrite`,
+    /// write half and succeed).
+    package static func inject(_ call: Call, under pathPrefix: String, errno: Int32 = 0, times: Int = .max) {
+        faults.withLock { $0.append(Fault(call: call, pathPrefix: pathPrefix, errno: errno, remaining: times)) }
+        isArmed.store(true, ordering: .releasing)
+    }
+
+    /// Removes every fault under `pathPrefix`.
+    package static func clear(under pathPrefix: String) {
+        faults.withLock { faults in faults.removeAll { $0.pathPrefix == pathPrefix } }
+    }
+
+    /// The fault that `call` on `path` meets now, if any (and counts it).
+    static func fault(_ call: Call, _ path: String) -> Fault? {
+        guard isArmed.load(ordering: .relaxed) else { return nil }
+        return faults.withLock { faults in
+            guard
+                let index = faults.firstIndex(where: {
+                    $0.call == call && path.hasPrefix($0.pathPrefix) && $0.remaining > 0
+                })
+            else { return nil }
+            faults[index].remaining -= 1
+            return faults[index]
+        }
+    }
+
+    /// Fails as the system would: errno set, then the caller's error path.
+    static func failing(_ call: Call, _ path: String) -> Bool {
+        guard let fault = fault(call, path) else { return false }
+        errno = fault.errno
+        return true
+    }
+}
 
 /// An open file that closes itself. Reads and writes are positional (pread/pwrite), so several threads
 /// may read one descriptor at once.
@@ -21,7 +81,7 @@ final class FileDescriptor: @unchecked Sendable {
     deinit { _ = Glibc.close(rawValue) }
 
     static func open(_ path: String, flags: CInt, mode: mode_t = 0o600) throws(EventLogError) -> FileDescriptor {
-        let fd = Glibc.open(path, flags | O_CLOEXEC, mode)
+        let fd = SystemCallFaults.failing(.open, path) ? -1 : Glibc.open(path, flags | O_CLOEXEC, mode)
         guard fd >= 0 else { throw EventLogError.system("open \(path)") }
         return FileDescriptor(rawValue: fd, path: path)
     }
@@ -58,7 +118,11 @@ final class FileDescriptor: @unchecked Sendable {
     func write(_ bytes: UnsafeRawBufferPointer, at offset: Int) throws(EventLogError) {
         var done = 0
         while done < bytes.count {
-            let n = pwrite(rawValue, bytes.baseAddress! + done, bytes.count - done, off_t(offset + done))
+            var wanted = bytes.count - done
+            if SystemCallFaults.fault(.shortWrite, path) != nil { wanted = max(1, wanted / 2) }
+            let n =
+                SystemCallFaults.failing(.write, path)
+                ? -1 : pwrite(rawValue, bytes.baseAddress! + done, wanted, off_t(offset + done))
             if n < 0 {
                 if errno == EINTR { continue }
                 throw EventLogError.system("write \(path) at offset \(offset + done)")
@@ -80,11 +144,15 @@ final class FileDescriptor: @unchecked Sendable {
     }
 
     func syncData() throws(EventLogError) {
-        guard fdatasync(rawValue) == 0 else { throw EventLogError.system("fdatasync \(path)") }
+        guard !SystemCallFaults.failing(.syncData, path), fdatasync(rawValue) == 0 else {
+            throw EventLogError.system("fdatasync \(path)")
+        }
     }
 
     func syncAll() throws(EventLogError) {
-        guard fsync(rawValue) == 0 else { throw EventLogError.system("fsync \(path)") }
+        guard !SystemCallFaults.failing(.syncAll, path), fsync(rawValue) == 0 else {
+            throw EventLogError.system("fsync \(path)")
+        }
     }
 
     func truncate(to length: Int) throws(EventLogError) {

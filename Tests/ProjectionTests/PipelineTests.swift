@@ -5,6 +5,10 @@ import Testing
 
 @testable import Projections
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// The command pipeline's promises (DESIGN §3): one serial order, acknowledgement only when durable, queries
 /// that see only durable events, read-your-writes, fail-stop, and idempotent retries.
 @Suite struct PipelineTests {
@@ -195,5 +199,36 @@ import Testing
         await #expect(throws: ValidationError.self) {
             try await engine.sendMessage(in: "g", from: "u0", body: "again", message: "m2")
         }
+    }
+
+    @Test func aFullDiskReachesTheCallerWithItsCodeAndStopsTheEngine() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("parley-\(UUID())").path
+        defer {
+            SystemCallFaults.clear(under: directory)
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+        let engine = try Engine.open(directory: directory)
+        try await Self.populate(engine, users: 2)
+        SystemCallFaults.inject(.write, under: directory, errno: ENOSPC)
+        do {
+            try await engine.sendMessage(in: "g", from: "u0", body: "lost?", message: "m1")
+            Issue.record("a command was acknowledged on a full disk")
+        } catch {
+            #expect(error.code == .storage)
+            #expect(error.storageError?.code == .noSpace, "\(error)")
+            #expect(error.storageError?.errno == ENOSPC)
+        }
+        SystemCallFaults.clear(under: directory)
+        // The engine stopped at the failure: it takes nothing more until reopened.
+        await #expect(throws: ValidationError.self) {
+            try await engine.sendMessage(in: "g", from: "u0", body: "after", message: "m2")
+        }
+        #expect(try engine.messages("g").messages.isEmpty)
+        try? engine.close()
+        let reopened = try Engine.open(directory: directory)
+        #expect(try reopened.messages("g").messages.isEmpty)
+        try await reopened.sendMessage(in: "g", from: "u0", body: "now", message: "m1")
+        #expect(try reopened.messages("g").messages.map(\.body) == ["now"])
+        try reopened.close()
     }
 }

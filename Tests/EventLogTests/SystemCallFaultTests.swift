@@ -1,0 +1,111 @@
+import Foundation
+import Testing
+
+@testable import EventLog
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Disk full, I/O errors and short writes, forced through the log's system-call seam (`SystemCallFaults`):
+/// nothing acknowledged is lost, nothing failed is acknowledged, and the error keeps its code and errno.
+@Suite struct SystemCallFaultTests {
+    /// A log with 100 acknowledged records; the faults apply under its directory only.
+    func withLog(_ body: (EventLog, String) async throws -> Void) async throws {
+        let directory = try makeTemporaryDirectory()
+        defer {
+            SystemCallFaults.clear(under: directory)
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+        let log = try EventLog.open(directory: directory, configuration: .init(batchSize: 4096))
+        _ = try await log.append(simpleRecords(100, prefix: "before"))
+        try await body(log, directory)
+    }
+
+    /// The error an append fails with, or nil when it succeeded.
+    func failure(_ log: EventLog, _ records: [ProposedRecord]) async -> EventLogError? {
+        do {
+            _ = try await log.append(records)
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    @Test func aFullDiskFailsTheAppendWithNoSpaceAndLosesNothing() async throws {
+        try await withLog { log, directory in
+            SystemCallFaults.inject(.write, under: directory, errno: ENOSPC)
+            let error = try #require(await failure(log, simpleRecords(10, prefix: "full")))
+            #expect(error.code == .noSpace, "\(error)")
+            #expect(error.errno == ENOSPC)
+            #expect(error.message.contains("No space left on device"))
+            #expect(log.head == Position(100))
+            // A failed write took its group back (nothing was synced, nothing acknowledged): once space is
+            // freed, the next append goes where the failed one would have, and the log reopens whole.
+            SystemCallFaults.clear(under: directory)
+            #expect(await failure(log, simpleRecords(1, prefix: "later")) == nil)
+            #expect(log.head == Position(101))
+            try log.close()
+            let reopened = try EventLog.open(directory: directory)
+            #expect(reopened.head == Position(101))
+            #expect(
+                try reopened.read(from: Position(101)).map(\.payload)
+                    == simpleRecords(1, prefix: "later").map(\.payload))
+            #expect(try reopened.verify().isOK)
+            try reopened.close()
+        }
+    }
+
+    @Test func aFailedSyncIsNeverAcknowledgedAndStopsTheWriter() async throws {
+        try await withLog { log, directory in
+            SystemCallFaults.inject(.syncData, under: directory, errno: EIO, times: 1)
+            let error = try #require(await failure(log, simpleRecords(10, prefix: "eio")))
+            #expect(error.code == .io)
+            #expect(error.errno == EIO)
+            #expect(log.head == Position(100))
+            let later = try #require(await failure(log, simpleRecords(1, prefix: "later")))
+            #expect(later.code == .closed)
+            #expect(later.errno == EIO, "the later failure keeps the first one's errno: \(later)")
+            try? log.close()
+            let reopened = try EventLog.open(directory: directory)
+            #expect(reopened.head >= Position(100))
+            #expect(try reopened.verify().isOK)
+            try reopened.close()
+        }
+    }
+
+    @Test func shortWritesAreCompletedAndReadBackExactly() async throws {
+        try await withLog { log, directory in
+            SystemCallFaults.inject(.shortWrite, under: directory)
+            let records = simpleRecords(500, prefix: "short")
+            let result = try await log.append(records)
+            #expect(result.positions.first == Position(101))
+            try log.close()
+            SystemCallFaults.clear(under: directory)
+            let reopened = try EventLog.open(directory: directory)
+            #expect(try reopened.read(from: Position(101)).map(\.payload) == records.map(\.payload))
+            #expect(try reopened.verify().isOK)
+            try reopened.close()
+        }
+    }
+
+    @Test func aStateFileThatCannotBeWrittenFailsTheOpenWithItsCode() async throws {
+        let directory = try makeTemporaryDirectory()
+        defer {
+            SystemCallFaults.clear(under: directory)
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+        SystemCallFaults.inject(.syncAll, under: directory, errno: ENOSPC)
+        do {
+            _ = try EventLog.open(directory: directory)
+            Issue.record("a log opened although its state file could not be synced")
+        } catch {
+            #expect(error.code == .noSpace)
+        }
+        #expect(!FileManager.default.fileExists(atPath: directory + "/parley.state.tmp"))
+        SystemCallFaults.clear(under: directory)
+        let log = try EventLog.open(directory: directory)
+        #expect(log.head == .zero)
+        try log.close()
+    }
+}
