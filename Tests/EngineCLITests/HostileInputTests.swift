@@ -158,8 +158,8 @@ struct HostileInputTests {
         let file = try sandbox.file("huge.jsonl", [Self.u8, huge, Self.u9].joined(separator: "\n") + "\n")
         let rejected = try sandbox.run("import", file)
         #expect(rejected.status == 1, "\(rejected)")
-        #expect(rejected.stderr.contains("line 2: storage:"), "\(rejected)")
-        #expect(rejected.stderr.contains("the limit is 1048576 (1 MiB) per record"), "\(rejected)")
+        #expect(rejected.stderr.contains("line 2: recordTooLarge:"), "\(rejected)")
+        #expect(rejected.stderr.contains("over the limit of 1048576 bytes (1 MiB) for one event"), "\(rejected)")
         #expect(try sandbox.eventCount() == 0)
 
         let skipped: ImportSummary = try sandbox.ok("import", file, "--skip-invalid", "--json").decode()
@@ -171,7 +171,7 @@ struct HostileInputTests {
         #expect(appended.status == 1, "\(appended)")
         #expect(appended.lines.count == 2)
         #expect(appended.lines.allSatisfy { $0.hasPrefix(#"{"line":1,"#) || $0.hasPrefix(#"{"line":3,"#) })
-        #expect(appended.stderr.hasPrefix(#"{"line":2,"error":{"code":"storage""#), "\(appended)")
+        #expect(appended.stderr.hasPrefix(#"{"line":2,"error":{"code":"recordTooLarge""#), "\(appended)")
         #expect(try other.stats().events == 2)
     }
 

@@ -144,9 +144,7 @@ extension Engine {
                 let proposal = ProposedRecord(
                     id: envelope.id ?? .random(), stream: StreamName(event.stream), type: event.typeName, actor: actor,
                     time: time, payload: payload)
-                if let problem = EventLog.checkRecord(proposal) {
-                    throw ValidationError(storage: problem, doing: "appending \(event.typeName)")
-                }
+                if let problem = EventLog.checkRecord(proposal) { throw ValidationError(refused: problem, proposal) }
                 scratch.fold(event, actor: actor, position: scratch.position + 1, time: time)
                 plan.proposals.append(proposal)
                 plan.folded.append(SequencedEvent(event: event, actor: actor, time: time))

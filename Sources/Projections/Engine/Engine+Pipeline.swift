@@ -145,9 +145,7 @@ extension Engine {
                 let record = ProposedRecord(
                     stream: StreamName(event.stream), type: event.typeName, actor: actor, time: stamp,
                     payload: event.encodedPayload())
-                if let problem = EventLog.checkRecord(record) {
-                    throw ValidationError(storage: problem, doing: "appending \(event.typeName)")
-                }
+                if let problem = EventLog.checkRecord(record) { throw ValidationError(refused: problem, record) }
                 records.append(record)
             }
             let first = speculative.position + 1

@@ -119,6 +119,8 @@ public struct ValidationError: Error, Sendable, Hashable, CustomStringConvertibl
         public static let conflictingID = Code("conflictingID")
         /// The stream given for an event is not the one §3 assigns to it.
         public static let wrongStream = Code("wrongStream")
+        /// An event that encodes to more than the 1 MiB one record may hold.
+        public static let recordTooLarge = Code("recordTooLarge")
         /// The store failed underneath; ``ValidationError/storageError`` keeps its code and errno.
         public static let storage = Code("storage")
     }
@@ -138,6 +140,20 @@ public struct ValidationError: Error, Sendable, Hashable, CustomStringConvertibl
         self.code = code
         self.message = message
         self.index = index
+    }
+
+    /// The error for a record the store's limits refuse before anything is written: `.recordTooLarge` for
+    /// one over 1 MiB, else `.storage` with the store's error kept.
+    init(refused problem: EventLogError, _ record: ProposedRecord) {
+        if problem.code == .recordTooLarge {
+            self.init(
+                .recordTooLarge,
+                "this \(record.type) is \(record.payload.count) bytes encoded, over the limit of "
+                    + "\(EventLog.maximumRecordSize) bytes (1 MiB) for one event")
+        } else {
+            self.init(storage: problem, doing: "appending \(record.type)")
+        }
+        storageError = problem
     }
 
     /// A `.storage` error for `error` while `doing` something: the message says both, the cause is kept.
