@@ -406,6 +406,13 @@ extension EventLog {
                 }
             }
             writer.nextAssigned = writer.nextPosition
+            // Fail-stop, as after a failed sync: a caller that sequenced later appends on top of this one (the
+            // engine does) must never see them land without it.
+            if index.failure == nil {
+                index.failure = EventLogError(
+                    .closed, "a write failed (\(error.message)); the log takes no more appends until reopened",
+                    cause: error)
+            }
             return abandoned.flatMap(\.requests)
         }
         for request in failed { request.completion(.failure(error)) }
@@ -479,19 +486,8 @@ extension EventLog {
             }
             let stream = record.stream
             let current = localVersions[stream] ?? UInt64(index.streams[stream]?.count ?? 0)
-            if let expected = record.expectedVersion {
-                let holds: Bool
-                switch expected {
-                case .noStream: holds = current == 0
-                case .streamExists: holds = current > 0
-                case .exactly(let version): holds = current == version.rawValue
-                }
-                guard holds else {
-                    return .failure(
-                        EventLogError(
-                            .wrongExpectedVersion,
-                            "stream '\(stream)' is at version \(current), but record \(number) expected \(expected)"))
-                }
+            if let expected = record.expectedVersion, !expected.isMet(atVersion: current) {
+                return .failure(expected.mismatch(stream: StreamName(stream), current: current, number: number))
             }
             localVersions[stream] = current + 1
             localIDs[record.id] = next

@@ -90,20 +90,8 @@ public final class MemoryStore: EventStore {
                 continue
             }
             let current = versions[record.stream] ?? UInt64(state.streams[record.stream]?.count ?? 0)
-            if let expected = record.expectedVersion {
-                let holds: Bool
-                switch expected {
-                case .noStream: holds = current == 0
-                case .streamExists: holds = current > 0
-                case .exactly(let version): holds = current == version.rawValue
-                }
-                guard holds else {
-                    return .failure(
-                        EventLogError(
-                            .wrongExpectedVersion,
-                            "stream '\(record.stream)' is at version \(current), but record \(number) expected "
-                                + "\(expected)"))
-                }
+            if let expected = record.expectedVersion, !expected.isMet(atVersion: current) {
+                return .failure(expected.mismatch(stream: record.stream, current: current, number: number))
             }
             versions[record.stream] = current + 1
             local[record.id] = next

@@ -110,6 +110,23 @@ public enum ExpectedVersion: Sendable, Hashable {
     case exactly(StreamVersion)
 }
 
+extension ExpectedVersion {
+    /// Whether a stream whose newest version is `current` (0: no records) meets the expectation.
+    func isMet(atVersion current: UInt64) -> Bool {
+        switch self {
+        case .noStream: current == 0
+        case .streamExists: current > 0
+        case .exactly(let version): current == version.rawValue
+        }
+    }
+
+    /// The error for record `number` of an append whose `stream` is at `current` instead.
+    func mismatch(stream: StreamName, current: UInt64, number: Int) -> EventLogError {
+        EventLogError(
+            .wrongExpectedVersion, "stream '\(stream)' is at version \(current), but record \(number) expected \(self)")
+    }
+}
+
 /// What the log reports back for one append call.
 public struct AppendResult: Sendable, Hashable {
     /// One position per proposed record, in the order given; duplicates carry the original position.

@@ -40,18 +40,18 @@ import Testing
             #expect(error.errno == ENOSPC)
             #expect(error.message.contains("No space left on device"))
             #expect(log.head == Position(100))
-            // A failed write took its group back (nothing was synced, nothing acknowledged): once space is
-            // freed, the next append goes where the failed one would have, and the log reopens whole.
+            // The writer stopped (fail-stop): later appends fail too, even once space is back, and keep the
+            // cause's errno. Reopened, the log goes on from where it was.
             SystemCallFaults.clear(under: directory)
-            #expect(await failure(log, simpleRecords(1, prefix: "later")) == nil)
-            #expect(log.head == Position(101))
-            try log.close()
+            let later = try #require(await failure(log, simpleRecords(1, prefix: "later")))
+            #expect(later.code == .closed)
+            #expect(later.errno == ENOSPC)
+            try? log.close()
             let reopened = try EventLog.open(directory: directory)
-            #expect(reopened.head == Position(101))
-            #expect(
-                try reopened.read(from: Position(101)).map(\.payload)
-                    == simpleRecords(1, prefix: "later").map(\.payload))
+            #expect(reopened.head == Position(100))
             #expect(try reopened.verify().isOK)
+            _ = try await reopened.append(simpleRecords(1, prefix: "again"))
+            #expect(reopened.head == Position(101))
             try reopened.close()
         }
     }

@@ -351,31 +351,31 @@ struct BenchRunner {
             name: "commands-mixed", parley: figures(mixed.sample, of: mixedRate / rate),
             limitNote: "commands-concurrent in this run: \(BenchReport.number(rate)) commands/s",
             target: "≥ 80% of commands-concurrent", targetMet: mixedRate >= 0.8 * rate)
-        // What the machine leaves the commands: the query threads' CPU comes first off the cores' total.
+        // What the machine leaves the commands: the other threads' CPU comes first off the cores' total.
         let cores = Double(ProcessInfo.processInfo.activeProcessorCount)
         let cpuPerCommand = concurrent.cpuSeconds / Double(max(concurrent.sample.events, 1))
-        let leftForCommands = max(0, cores * mixed.sample.seconds - mixed.queryCPUSeconds)
-        let cpuBound = leftForCommands / cpuPerCommand / mixed.sample.seconds
+        func share(_ run: CommandWorkloads.Run, of what: String) -> String {
+            let seconds = run.sample.seconds
+            let bound = max(0, cores * seconds - run.queryCPUSeconds) / cpuPerCommand / seconds
+            return
+                "the \(what) used \(BenchReport.percent(run.queryCPUSeconds / (cores * seconds))) of the \(Int(cores)) "
+                + "cores; at commands-concurrent's \(BenchReport.micros(cpuPerCommand * 1e6)) of CPU per command, the "
+                + "rest allows \(BenchReport.number(bound)) commands/s (\(BenchReport.percent(bound / rate)) of "
+                + "commands-concurrent)"
+        }
         mixedWorkload.note =
             "commands-concurrent with 4 threads querying room lists and message pages without pause: "
             + "\(BenchReport.number(Double(mixed.queries) / mixed.sample.seconds)) queries/s beside the commands; "
-            + "the query threads used \(BenchReport.percent(mixed.queryCPUSeconds / (cores * mixed.sample.seconds))) "
-            + "of the \(Int(cores)) cores; at commands-concurrent's \(BenchReport.micros(cpuPerCommand * 1e6)) of CPU "
-            + "per command, the rest allows \(BenchReport.number(cpuBound)) commands/s "
-            + "(\(BenchReport.percent(cpuBound / rate)) of commands-concurrent)"
+            + share(mixed, of: "query threads")
         let readersRate = withReaders.sample.eventsPerSecond
         var readersWorkload = BenchReport.Workload(
             name: "commands-4-readers", parley: figures(withReaders.sample, of: readersRate / rate),
             limitNote: "commands-concurrent in this run: \(BenchReport.number(rate)) commands/s",
             target: "≥ 90% of commands-concurrent", targetMet: readersRate >= 0.9 * rate)
-        let leftBesideReaders = max(0, cores * withReaders.sample.seconds - withReaders.queryCPUSeconds)
-        let readersBound = leftBesideReaders / cpuPerCommand / withReaders.sample.seconds
         readersWorkload.note =
             "commands-concurrent with 4 read-only opens of the same log (as `parley tail` in other processes would "
-            + "have), each on its own thread following it live and reading every record; the readers used "
-            + "\(BenchReport.percent(withReaders.queryCPUSeconds / (cores * withReaders.sample.seconds))) of the "
-            + "\(Int(cores)) cores, and the rest allows \(BenchReport.number(readersBound)) commands/s "
-            + "(\(BenchReport.percent(readersBound / rate)) of commands-concurrent)"
+            + "have), each on its own thread following it live and reading every record; "
+            + share(withReaders, of: "readers")
         var followWorkload = BenchReport.Workload(
             name: "follow-latency", parley: figures(follow, of: 0.1 / max(follow.percentileMicros(0.99) / 1e6, 1e-9)),
             limitNote: "readers see a commit within 100 ms (they look every 10 ms)",

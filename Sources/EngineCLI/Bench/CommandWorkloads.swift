@@ -91,12 +91,21 @@ struct CommandWorkloads {
     /// returning to the reader delivering it (0 when the reader got it first: the head is published just
     /// before appends are acknowledged).
     func followLatency(_ count: Int) async throws -> Sample {
-        let path = root + "/follow"
+        try await withFreshLog("follow") { log, path in try await followLatency(count, log: log, path: path) }
+    }
+
+    /// Runs `body` on a fresh `.synced` log named `name` under the benchmark's directory, then removes it.
+    private func withFreshLog<T>(_ name: String, _ body: (EventLog, String) async throws -> T) async throws -> T {
+        let path = root + "/" + name
         let log = try EventLog.open(directory: path)
         defer {
             try? log.close()
             try? FileManager.default.removeItem(atPath: path)
         }
+        return try await body(log, path)
+    }
+
+    private func followLatency(_ count: Int, log: EventLog, path: String) async throws -> Sample {
         let reader = try EventLog.openReadOnly(directory: path)
         defer { try? reader.close() }
         let acknowledged = Mutex([UInt64](repeating: 0, count: count + 1))
@@ -126,12 +135,10 @@ struct CommandWorkloads {
     /// `count` one-record `.synced` appends from one producer straight to a fresh log: the floor under
     /// commands-single (the log's own lone-append latency, with its writer and syncer thread hand-offs).
     func rawSingleAppends(_ count: Int) async throws -> Sample {
-        let path = root + "/raw-single"
-        let log = try EventLog.open(directory: path)
-        defer {
-            try? log.close()
-            try? FileManager.default.removeItem(atPath: path)
-        }
+        try await withFreshLog("raw-single") { log, _ in try await rawSingleAppends(count, log: log) }
+    }
+
+    private func rawSingleAppends(_ count: Int, log: EventLog) async throws -> Sample {
         let records = work.mix.records(0..<count)
         var latencies: [UInt64] = []
         latencies.reserveCapacity(count)
