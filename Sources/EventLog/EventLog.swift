@@ -178,6 +178,25 @@ public final class EventLog: @unchecked Sendable {
             index = try recover(
                 directory: directory, segmentNames: segmentNames, configuration: configuration,
                 cleanHead: stateFile?.isClean == true ? stateFile?.head : nil, report: &report)
+            // A cleanly closed log must end where its close said: a segment missing at the end, or one cut at a
+            // batch boundary, is loss, not something to open short (and overwrite the evidence).
+            if let stateFile, stateFile.isClean, !configuration.truncateAtCorruption,
+                index.committed != stateFile.head || index.committedDigest != stateFile.digest
+            {
+                throw EventLogError(
+                    .corruptBatch,
+                    "the log in \(directory) was closed cleanly at position \(stateFile.head), but its segments end at "
+                        + "position \(index.committed)\(index.committed == stateFile.head ? " with another digest" : ""): "
+                        + "a segment is missing or was cut. Restore it from a backup, or open with "
+                        + "`parley repair --truncate-at-corruption` to accept the shorter log.")
+            }
+            if let stateFile, stateFile.isClean, stateFile.head > index.committed + report.droppedRecords {
+                let missing = stateFile.head - index.committed - report.droppedRecords
+                report.droppedRecords += missing
+                report.notes.append(
+                    "the log was closed cleanly at position \(stateFile.head) but its segments end at "
+                        + "\(index.committed): \(missing) records are missing")
+            }
         }
         // "Not clean" first: from here on a crash may leave a torn tail (even a torn new segment), which the
         // next open may then cut; a clean state always means that nothing was written after it.

@@ -161,4 +161,25 @@ import Testing
         #expect(report.records == 20)
         #expect(report.headDigest == before)
     }
+
+    @Test func aCleanlyClosedLogThatLostItsEndIsRefused() async throws {
+        let directory = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try await Self.makeLog(directory)
+        // Cut exactly at a batch boundary: every batch left checks out, only the state file knows.
+        let segment = try #require(try segmentPaths(in: directory).first)
+        let last = try #require(try batchesOnDisk(segment).last)
+        try writeFileBytes(Array(try fileBytes(segment)[0..<last.offset]), to: segment)
+        do {
+            _ = try EventLog.open(directory: directory)
+            Issue.record("a cleanly closed log that lost its last batch opened short")
+        } catch {
+            #expect(error.code == .corruptBatch)
+            #expect(error.message.contains("closed cleanly at position 200, but its segments end at position 180"))
+        }
+        let repaired = try EventLog.open(directory: directory, configuration: .init(truncateAtCorruption: true))
+        #expect(repaired.head == Position(180))
+        #expect(repaired.openReport.droppedRecords == 20)
+        try repaired.close()
+    }
 }
