@@ -231,4 +231,41 @@ import Testing
         #expect(try reopened.messages("g").messages.map(\.body) == ["now"])
         try reopened.close()
     }
+
+    @Test func anImportRetriedWhileTheFirstIsInFlightAppendsNothingAndKeepsTheEngineGoing() async throws {
+        let store = MemoryStore()
+        let engine = try Engine(store: store)
+        try await Self.populate(engine, users: 2)
+        let events = (0..<3).map { number in
+            EventEnvelope(
+                event: .profileUpdated(ProfileUpdated(user: "u0", about: "take \(number)")),
+                id: EventID.derived(from: "import-\(number)"), time: baseTime + Int64(number), actor: "u0")
+        }
+        store.holdCommits()
+        let first = Task { try await engine.apply(events) }
+        await Self.held(store, 1)
+        let retry = try await Task { try await engine.apply(events) }.value
+        #expect(retry.duplicates == 3)
+        #expect(retry.appended.isEmpty)
+        store.releaseCommits()
+        #expect(try await first.value.appended.count == 3)
+        // Nothing was counted twice, and the engine still takes commands.
+        try await engine.sendMessage(in: "g", from: "u1", body: "still here", message: "after")
+        #expect(try engine.replayDigest() == engine.stateDigest)
+    }
+
+    @Test func aMessageIDReusedWithOtherContentIsADuplicateNotARetry() async throws {
+        let engine = try Engine(store: MemoryStore())
+        try await Self.populate(engine, users: 2)
+        try await engine.createGroup("g2", by: "u0", name: "Two", members: ["u1"])
+        let sent = try await engine.sendMessage(in: "g2", from: "u0", body: "hello", message: "m1")
+        #expect(!sent.createdRoom, "a group made in another call is not made by the message")
+        #expect(try await engine.sendMessage(in: "g2", from: "u0", body: "hello", message: "m1") == sent)
+        do {
+            try await engine.sendMessage(in: "g2", from: "u0", body: "something else", message: "m1")
+            Issue.record("a different message under a used id was taken for a retry")
+        } catch {
+            #expect(error.code == .duplicateID)
+        }
+    }
 }

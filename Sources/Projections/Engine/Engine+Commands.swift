@@ -34,20 +34,23 @@ extension Engine {
         }
     }
 
-    /// When `message` was sent before by `sender` in `room` (a retry with the client's id), its positions
-    /// (the room's creation too, when that message created the room); nil when the id is new. Any other use
-    /// of the id is left to validation (`.duplicateID`).
+    /// When `message` was sent before by `sender` in `room`, of the same kind and body (a retry with the
+    /// client's id), its positions — the direct room's creation too, when that first message made it; nil
+    /// when the id is new. Any other use of the id is left to validation (`.duplicateID`). A message edited
+    /// since no longer matches its first body, so its retry is refused as a duplicate rather than answered.
     static func earlierSend(
-        _ message: MessageID, room: RoomID?, sender: UserID, in s: borrowing ProjectionState
+        _ message: MessageID, room: RoomID?, sender: UserID, kind: MessageKind, body: String?,
+        in s: borrowing ProjectionState
     ) -> [UInt64]? {
         guard let index = s.messageIDs.index(of: message.rawValue), let senderIndex = s.users.index(of: sender.rawValue)
         else { return nil }
         let record = s.chat.messages[Int(index)]
-        guard record.sender == senderIndex, room.map({ s.rooms.index(of: $0.rawValue) == record.room }) ?? true
+        guard record.sender == senderIndex, record.kind == kind, record.body == body, !record.isEdited,
+            room.map({ s.rooms.index(of: $0.rawValue) == record.room }) ?? true
         else { return nil }
-        let created = s.chat.rooms[Int(record.room)].createdPosition
-        return created + 1 == record.position && s.chat.rooms[Int(record.room)].createdBy == senderIndex
-            ? [created, record.position] : [record.position]
+        let made = s.chat.rooms[Int(record.room)]
+        return made.kind == .direct && made.createdBy == senderIndex && made.createdPosition + 1 == record.position
+            ? [made.createdPosition, record.position] : [record.position]
     }
 
     // MARK: Accounts
@@ -176,7 +179,9 @@ extension Engine {
     ) async throws(ValidationError) -> SentMessage {
         var id = message ?? MessageID("")
         let positions = try await execute(actor: sender.rawValue, time: time) { s throws(ValidationError) in
-            if let message, let earlier = Engine.earlierSend(message, room: room, sender: sender, in: s) {
+            if let message,
+                let earlier = Engine.earlierSend(message, room: room, sender: sender, kind: kind, body: body, in: s)
+            {
                 return .repeated(earlier)
             }
             if message == nil { id = MessageID(Engine.newID("m", in: s) { $0.messageIDs.index(of: $1) != nil }) }
@@ -202,7 +207,8 @@ extension Engine {
         var id = message ?? MessageID("")
         var roomID = room ?? RoomID("")
         let positions = try await execute(actor: sender.rawValue, time: time) { s throws(ValidationError) in
-            if let message, let earlier = Engine.earlierSend(message, room: nil, sender: sender, in: s),
+            if let message,
+                let earlier = Engine.earlierSend(message, room: nil, sender: sender, kind: kind, body: body, in: s),
                 let index = s.messageIDs.index(of: message.rawValue)
             {
                 roomID = RoomID(s.rooms[s.chat.messages[Int(index)].room])

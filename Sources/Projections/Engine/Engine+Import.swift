@@ -64,22 +64,23 @@ extension Engine {
         defer { submitQueued() }
         return try sequencer.withLock {
             (current: inout ProjectionState) throws(BatchValidationError) -> (Ticket?, ApplyResult) in
-            if let failure = pipeline.withLock({ $0.failure }) { throw BatchValidationError(problems: [failure]) }
+            let (failure, inFlight) = pipeline.withLock { ($0.failure, $0.inFlight) }
+            if let failure { throw BatchValidationError(problems: [failure]) }
             // With skipInvalid nothing needs undoing (an invalid event is never folded), so the plan folds straight
             // into the live state instead of a copy: copying the state would cost O(state) per call.
             let first = current.position + 1
             var plan: Plan
             if skipInvalid {
-                plan = Engine.plan(events, on: &current, store: store)
+                plan = Engine.plan(events, on: &current, store: store, inFlight: inFlight)
             } else {
                 var scratch = current
-                plan = Engine.plan(events, on: &scratch, store: store)
+                plan = Engine.plan(events, on: &scratch, store: store, inFlight: inFlight)
                 if !plan.problems.isEmpty { throw BatchValidationError(problems: plan.problems) }
                 current = scratch
             }
             let result = ApplyResult(appended: [], duplicates: plan.duplicates, skipped: plan.problems)
             guard !plan.proposals.isEmpty else { return (nil, result) }
-            return (hand(plan.folded, plan.proposals, first: first), result)
+            return (hand(plan.folded, plan.proposals, first: first, tracksIDs: true), result)
         }
     }
 
@@ -100,7 +101,11 @@ extension Engine {
     }
 
     /// Validates each event against `scratch`, folding the valid ones into it at the positions they would get.
-    static func plan(_ events: [EventEnvelope], on scratch: inout ProjectionState, store: any EventStore) -> Plan {
+    /// `inFlight`: ids of imports handed to the store and not yet acknowledged, with what they stand for.
+    static func plan(
+        _ events: [EventEnvelope], on scratch: inout ProjectionState, store: any EventStore,
+        inFlight: [EventID: Identity] = [:]
+    ) -> Plan {
         var plan = Plan()
         // What each id seen so far stands for, so that a repeated id with other content is caught.
         var seen: [EventID: Identity] = [:]
@@ -110,7 +115,7 @@ extension Engine {
             let payload = event.encodedPayload()
             if let id = envelope.id {
                 let identity = Identity(type: event.typeName, stream: event.stream, payload: payload)
-                var earlier = seen[id]
+                var earlier = seen[id] ?? inFlight[id]
                 if earlier == nil, let record = (try? store.lookup(id: id)) ?? nil {
                     earlier = Identity(type: record.type, stream: record.stream.rawValue, payload: record.payload)
                 }

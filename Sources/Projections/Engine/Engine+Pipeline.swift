@@ -23,6 +23,8 @@ struct PendingCall {
     var last: UInt64 { first + UInt64(events.count) - 1 }
     /// The store's answer, once it came.
     var result: Result<AppendResult, EventLogError>?
+    /// The client-chosen event ids of an import call, in `Pipeline.inFlight` while the call is.
+    var ids: [EventID] = []
     /// Retries of a call that is still in flight (an id the client chose again), with the positions each
     /// answers: woken with this call.
     var followers: [(ticket: Ticket, positions: [Position])] = []
@@ -34,6 +36,9 @@ struct Pipeline {
     var calls = Deque<PendingCall>()
     /// Records of calls sequenced and not yet handed to the store, in sequence order.
     var unsubmitted = Deque<(first: UInt64, records: [ProposedRecord])>()
+    /// Client-chosen event ids of imports in flight and what they stand for: a repeat of one (a retried or
+    /// overlapping import) is a duplicate before the store has it, not a second event.
+    var inFlight: [EventID: Engine.Identity] = [:]
     /// Set when the store failed a call (or positioned one other than sequenced): every later command fails
     /// with it until the engine is reopened.
     var failure: ValidationError?
@@ -160,10 +165,20 @@ extension Engine {
     /// Queues events already folded into the speculative state at `first`… as one pending call, and their
     /// records for the store. Called under the sequencer, which fixes the order of calls; the caller then
     /// calls ``submitQueued()`` after letting the sequencer go.
-    func hand(_ events: [SequencedEvent], _ records: [ProposedRecord], first: UInt64) -> Ticket {
+    func hand(_ events: [SequencedEvent], _ records: [ProposedRecord], first: UInt64, tracksIDs: Bool = false)
+        -> Ticket
+    {
         let ticket = Ticket()
         pipeline.withLock { pipeline in
-            pipeline.calls.append(PendingCall(ticket: ticket, events: events, first: first))
+            var call = PendingCall(ticket: ticket, events: events, first: first)
+            if tracksIDs {
+                call.ids = records.map(\.id)
+                for record in records {
+                    pipeline.inFlight[record.id] = Engine.Identity(
+                        type: record.type, stream: record.stream.rawValue, payload: record.payload)
+                }
+            }
+            pipeline.calls.append(call)
             pipeline.unsubmitted.append((first, records))
         }
         return ticket
@@ -300,6 +315,7 @@ extension Engine {
             pipeline.withLock { pipeline in
                 if let stopped, pipeline.failure == nil { pipeline.failure = stopped }
                 defer { pipeline.calls.removeFirst(ready.count) }
+                for call in pipeline.calls.prefix(ready.count) { for id in call.ids { pipeline.inFlight[id] = nil } }
                 return Array(pipeline.calls.prefix(ready.count))
             })
     }
