@@ -10,7 +10,9 @@ public struct BackupReport: Sendable, Hashable {
     public var position: Position
     /// The chain digest at that position: the copy's head digest, equal to the log's at that position.
     public var headDigest: String
+    /// Segment files copied.
     public var segments: Int
+    /// Bytes copied.
     public var bytes: Int
 }
 

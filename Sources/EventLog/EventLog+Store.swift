@@ -43,6 +43,7 @@ extension EventLog: EventStore {
     /// the newest `keep`.
     /// - Throws: `.noSpace` or `.io` with errno when a step fails; the temporary file is removed then.
     public func writeSnapshot(_ bytes: [UInt8], at position: Position, keep: Int) throws(EventLogError) {
+        if readOnly != nil { throw EventLogError(.readOnly, "the log at \(directory) is open read-only") }
         let path = directory + "/" + EventLog.snapshotFileName(position)
         do {
             try FileSystem.writeAtomically(bytes, to: path, directory: directory)

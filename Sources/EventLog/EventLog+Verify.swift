@@ -45,19 +45,20 @@ extension EventLog {
         guard FileSystem.exists(directory + "/" + stateFileName) else {
             throw EventLogError(.notALog, "\(directory) is not a Parley log (no \(stateFileName))")
         }
-        let names = try FileSystem.list(directory).filter { $0.hasSuffix(".seg") }
-        var segments: [(String, Int)] = []
-        for name in names {
-            let path = directory + "/" + name
-            segments.append((path, Int(FileSystem.fingerprint(path)?.size ?? 0)))
-        }
-        // Beside a live writer, check what it acknowledged: the batches after it may be half written.
+        // Beside a live writer, check what it acknowledged: the batches after it may be half written. The head
+        // is read before the sizes, so every batch up to it is whole in the sizes taken after.
         var through = UInt64.max
         if isHeldByAnotherProcess(directory),
             let headFile = try? FileDescriptor.open(directory + "/" + HeadFile.name, flags: O_RDONLY),
             let head = HeadFile.read(headFile)
         {
             through = head.position
+        }
+        let names = try FileSystem.list(directory).filter { $0.hasSuffix(".seg") }
+        var segments: [(String, Int)] = []
+        for name in names {
+            let path = directory + "/" + name
+            segments.append((path, Int(FileSystem.fingerprint(path)?.size ?? 0)))
         }
         return try verify(segments: segments, through: through)
     }
@@ -105,7 +106,7 @@ extension EventLog {
             }
             var offset = BatchFormat.segmentHeaderSize
             var sealed = false
-            while offset < bytes.count {
+            while offset < bytes.count && expected <= committed {
                 if let footer = scanner.parseFooter(at: offset) {
                     if resynchronised {
                         resynchronised = false
@@ -192,7 +193,7 @@ extension EventLog {
                     offset += header.totalLength
                 }
             }
-            if !sealed && number < segments.count - 1 {
+            if !sealed && number < segments.count - 1 && expected <= committed {
                 problems.append(
                     VerificationProblem(segment: name, offset: bytes.count, position: expected, kind: "missingFooter"))
             }

@@ -151,7 +151,13 @@ public final class EventLog: @unchecked Sendable {
             }
         }
         let lockFile = try FileDescriptor.open(directory + "/" + lockFileName, flags: O_RDWR | O_CREAT)
-        guard lockFile.tryLock() else {
+        // A read-only reader probes the lock for a moment to tell whether a writer is there: try a few times.
+        var isLocked = lockFile.tryLock()
+        for _ in 0..<10 where !isLocked {
+            usleep(5_000)
+            isLocked = lockFile.tryLock()
+        }
+        guard isLocked else {
             throw EventLogError(
                 .locked, "\(directory) is in use by another Parley process (or another open log); close it first")
         }

@@ -29,49 +29,82 @@ public final class MemoryStore: EventStore {
         var failure: EventLogError?
         var isClosed = false
         var snapshots: [UInt64: [UInt8]] = [:]
+        /// Answers decided and not yet delivered, in position order.
+        var outbox:
+            [(
+                completion: @Sendable (Result<AppendResult, EventLogError>) -> Void,
+                result: Result<AppendResult, EventLogError>
+            )] = []
     }
 
     private let state = Mutex(State())
     private let notifier = CommitNotifier()
+    /// Held by the thread delivering the outbox, so that answers reach callers in position order.
+    private let delivering = PlainMutex(())
 
     /// An empty store.
     public init() {}
 
+    /// `memory`.
     public var location: String { "memory" }
 
+    /// Positions the records at once; commits and acknowledges them at once too, unless commits are held.
     public func submit(
         _ records: [ProposedRecord], completion: @escaping @Sendable (Result<AppendResult, EventLogError>) -> Void
     ) {
-        let outcome = state.withLock { state -> Result<AppendResult, EventLogError>? in
-            if state.isClosed { return .failure(EventLogError(.closed, "the memory store is closed")) }
-            if let failure = state.failure {
-                return .failure(
-                    EventLogError(
-                        .closed, "the store failed (\(failure.message)); it takes no appends until reopened",
-                        cause: failure))
-            }
-            guard !records.isEmpty else {
-                return .failure(EventLogError(.emptyAppend, "an append needs at least one record"))
-            }
-            for number in records.indices {
-                if let problem = EventLog.check(records, number: number) { return .failure(problem) }
-            }
-            let result: AppendResult
-            switch Self.position(records, in: &state) {
-            case .failure(let problem): return .failure(problem)
-            case .success(let positioned): result = positioned
-            }
-            let last = state.records.last?.position.rawValue ?? 0
-            if state.isHolding {
-                state.held.append(Held(result: result, lastPosition: last, completion: completion))
-                return nil
-            }
-            Self.commit(through: last, in: &state)
-            return .success(result)
+        let committed = state.withLock { state -> Bool in
+            let outcome = Self.take(records, in: &state, completion: completion)
+            if let outcome { state.outbox.append((completion, outcome)) }
+            if case .success? = outcome { return true }
+            return false
         }
-        guard let outcome else { return }
-        if case .success = outcome { notifier.notify() }
-        completion(outcome)
+        if committed { notifier.notify() }
+        deliver()
+    }
+
+    /// Answers the queued completions in order, outside the state lock. Whoever holds `delivering` answers
+    /// for everyone; a thread that finds it taken returns, and the holder looks again after letting go.
+    private func deliver() {
+        while true {
+            let held: Void? = delivering.withLockIfAvailable { _ in
+                while let next = state.withLock({ $0.outbox.isEmpty ? nil : $0.outbox.removeFirst() }) {
+                    next.completion(next.result)
+                }
+            }
+            guard held != nil, state.withLock({ !$0.outbox.isEmpty }) else { return }
+        }
+    }
+
+    /// Checks and positions one call: its answer when it is decided now, nil when it waits (commits held).
+    private static func take(
+        _ records: [ProposedRecord], in state: inout State,
+        completion: @escaping @Sendable (Result<AppendResult, EventLogError>) -> Void
+    ) -> Result<AppendResult, EventLogError>? {
+        if state.isClosed { return .failure(EventLogError(.closed, "the memory store is closed")) }
+        if let failure = state.failure {
+            return .failure(
+                EventLogError(
+                    .closed, "the store failed (\(failure.message)); it takes no appends until reopened",
+                    cause: failure))
+        }
+        guard !records.isEmpty else {
+            return .failure(EventLogError(.emptyAppend, "an append needs at least one record"))
+        }
+        for number in records.indices {
+            if let problem = EventLog.check(records, number: number) { return .failure(problem) }
+        }
+        let result: AppendResult
+        switch Self.position(records, in: &state) {
+        case .failure(let problem): return .failure(problem)
+        case .success(let positioned): result = positioned
+        }
+        let last = state.records.last?.position.rawValue ?? 0
+        if state.isHolding {
+            state.held.append(Held(result: result, lastPosition: last, completion: completion))
+            return nil
+        }
+        Self.commit(through: last, in: &state)
+        return .success(result)
     }
 
     /// Checks expected versions before changing anything, then positions the new records.
@@ -147,21 +180,22 @@ public final class MemoryStore: EventStore {
     /// Commits the oldest `count` held appends (all when nil), in order, and acknowledges them; later appends
     /// commit at once again when every held one was released.
     public func releaseCommits(count: Int? = nil) {
-        let released = state.withLock { state -> [(Held)] in
+        let released = state.withLock { state -> Bool in
             let taken = Array(state.held.prefix(count ?? state.held.count))
             state.held.removeFirst(taken.count)
             if let last = taken.last { Self.commit(through: last.lastPosition, in: &state) }
             if state.held.isEmpty && count == nil { state.isHolding = false }
-            return taken
+            for held in taken { state.outbox.append((held.completion, .success(held.result))) }
+            return !taken.isEmpty
         }
-        if !released.isEmpty { notifier.notify() }
-        for held in released { held.completion(.success(held.result)) }
+        if released { notifier.notify() }
+        deliver()
     }
 
     /// Fails every held append with `error`, drops their records, and stops the store as a failed sync would:
     /// every later append fails until a new store is made.
     public func failHeldCommits(_ error: EventLogError) {
-        let failed = state.withLock { state -> [Held] in
+        state.withLock { state in
             let taken = state.held
             state.held.removeAll()
             for record in state.records[Int(state.committed)...] {
@@ -170,17 +204,20 @@ public final class MemoryStore: EventStore {
             }
             state.records.removeSubrange(Int(state.committed)...)
             state.failure = error
-            return taken
+            for held in taken { state.outbox.append((held.completion, .failure(error))) }
         }
-        for held in failed { held.completion(.failure(error)) }
+        deliver()
     }
 
     // MARK: Reading
 
+    /// The newest committed position.
     public var head: Position { Position(state.withLock { $0.committed }) }
 
+    /// The chain value after the newest committed call, as hex.
     public var headDigest: String { state.withLock { $0.digest }.hexString }
 
+    /// Committed records from `from`, at most `limit`.
     public func read(from: Position, limit: Int = .max) throws(EventLogError) -> [Record] {
         state.withLock { state in
             let start = Int(max(from.rawValue, 1)) - 1
@@ -190,6 +227,7 @@ public final class MemoryStore: EventStore {
         }
     }
 
+    /// Calls `body` with every committed record from `from` on.
     public func forEachView(from: Position = .first, _ body: (RecordView) throws -> Void) throws {
         var next = from
         while true {
@@ -208,6 +246,7 @@ public final class MemoryStore: EventStore {
         }
     }
 
+    /// The committed records at `positions`; positions past the head are left out.
     public func records(at positions: [Position]) throws(EventLogError) -> [Record] {
         state.withLock { state in
             positions.compactMap { position in
@@ -217,6 +256,7 @@ public final class MemoryStore: EventStore {
         }
     }
 
+    /// The committed records of `stream` from `version`, at most `limit`.
     public func readStream(_ stream: StreamName, from version: StreamVersion = StreamVersion(1), limit: Int = .max)
         throws(EventLogError) -> [Record]
     {
@@ -230,6 +270,7 @@ public final class MemoryStore: EventStore {
         }
     }
 
+    /// The committed record with `id`, or nil.
     public func lookup(id: EventID) throws(EventLogError) -> Record? {
         state.withLock { state in
             guard let position = state.ids[id], position <= state.committed else { return nil }
@@ -237,6 +278,7 @@ public final class MemoryStore: EventStore {
         }
     }
 
+    /// Suspends until the head passes `position`, the store closes, or the task is cancelled.
     public func waitForCommit(after position: Position) async -> Bool {
         while true {
             let generation = notifier.generation
@@ -262,6 +304,7 @@ public final class MemoryStore: EventStore {
         }
     }
 
+    /// Counts and sizes (no segments, no bytes on disk).
     public func stats() -> LogStats {
         state.withLock { state in
             LogStats(
@@ -270,26 +313,32 @@ public final class MemoryStore: EventStore {
         }
     }
 
+    /// Fails held commits with `.closed`; later appends fail with `.closed`.
     public func close() throws(EventLogError) {
-        let held = state.withLock { state -> [Held] in
+        state.withLock { state in
             state.isClosed = true
-            defer { state.held.removeAll() }
-            return state.held
+            for held in state.held {
+                state.outbox.append((held.completion, .failure(EventLogError(.closed, "the memory store closed"))))
+            }
+            state.held.removeAll()
         }
         notifier.close()
-        for pending in held { pending.completion(.failure(EventLogError(.closed, "the memory store closed"))) }
+        deliver()
     }
 
     // MARK: Snapshots
 
+    /// Positions of the snapshots kept, newest first.
     public func snapshotPositions() -> [Position] {
         state.withLock { $0.snapshots.keys.sorted(by: >).map { Position($0) } }
     }
 
+    /// The snapshot bytes at `position`, or nil.
     public func readSnapshot(at position: Position) -> [UInt8]? {
         state.withLock { $0.snapshots[position.rawValue] }
     }
 
+    /// Keeps `bytes` as the snapshot at `position`, and only the newest `keep`.
     public func writeSnapshot(_ bytes: [UInt8], at position: Position, keep: Int) throws(EventLogError) {
         state.withLock { state in
             state.snapshots[position.rawValue] = bytes

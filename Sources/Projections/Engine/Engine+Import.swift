@@ -14,10 +14,9 @@ extension Engine {
     /// Checks already-formed events (import) against every rule, in order, as if each earlier valid one had
     /// been applied; returns every problem with its index (empty when all are valid). Appends nothing.
     public func validate(_ events: [EventEnvelope]) -> [ValidationError] {
-        query { s in
-            var scratch = copy s
-            return Engine.plan(events, on: &scratch, store: store).problems
-        }
+        // Planned on a copy, outside the lock: a long plan must not hold up folds and other queries.
+        var scratch = query { s in copy s }
+        return Engine.plan(events, on: &scratch, store: store).problems
     }
 
     /// Appends already-formed events (with their actor, time and id) after checking them with the same rules

@@ -126,6 +126,7 @@ public final class Engine: Sendable {
             speculative = fresh
             durable.write { $0 = fresh }
             durablePosition.store(fresh.position, ordering: .releasing)
+            durableChanges.notify()
             return fresh.position
         }
     }
