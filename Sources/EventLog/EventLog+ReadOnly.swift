@@ -55,6 +55,9 @@ struct LogFollower {
     /// The next position expected, and the chain value before it.
     var expected: UInt64 = 1
     var digest = BatchFormat.zeroDigest
+    /// The same after the last batch that ends an append group: what a reader may show. An append of several
+    /// batches is whole only with its last one (a crash can leave the others without it).
+    var whole: (expected: UInt64, digest: [UInt8]) = (1, BatchFormat.zeroDigest)
 
     /// Indexes batches until `limit` is reached (or the data written so far ends). With `stopAtDamage` (a log a
     /// crash left, with no writer to say where its acknowledged part ends) a batch that fails a check ends the
@@ -129,6 +132,7 @@ struct LogFollower {
             index.uncompressedBytes += Int(header.uncompressedLength)
             index.segments[number].length = offset + header.totalLength
             expected = header.lastPosition + 1
+            if !header.continues { whole = (expected, digest) }
         }
     }
 }
@@ -218,10 +222,11 @@ extension EventLog {
             index = loaded
             follower.expected = loaded.committed + 1
             follower.digest = loaded.committedDigest
+            follower.whole = (follower.expected, follower.digest)
         }
         try follower.advance(&index, to: limit, stopAtDamage: limit == .max)
-        index.committed = follower.expected - 1
-        index.committedDigest = follower.digest
+        index.committed = follower.whole.expected - 1
+        index.committedDigest = follower.whole.digest
         let placeholder = try FileDescriptor.open(directory, flags: O_RDONLY | O_DIRECTORY)
         let log = EventLog(
             directory: directory, configuration: configuration, report: OpenReport(), lockFile: nil, index: index,
@@ -249,7 +254,7 @@ extension EventLog {
                 guard let head = HeadFile.read(headFile), head.position > committedPosition else { continue }
                 let advanced: (UInt64, [UInt8])? = try? state.withLock { index throws(EventLogError) in
                     try readOnly.follower.advance(&index, to: head.position)
-                    return (readOnly.follower.expected - 1, readOnly.follower.digest)
+                    return (readOnly.follower.whole.expected - 1, readOnly.follower.whole.digest)
                 }
                 guard let (position, digest) = advanced, position > committedPosition else { continue }
                 committed.withLock { head in

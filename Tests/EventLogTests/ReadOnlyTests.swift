@@ -165,4 +165,24 @@ import Testing
             #expect(error.code == .notALog)
         }
     }
+
+    @Test func aReaderOfACrashedLogShowsNoPartOfAnUnfinishedAppend() async throws {
+        let directory = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let log = try EventLog.open(directory: directory, configuration: .init(batchSize: 4096))
+        _ = try await log.append(simpleRecords(20, prefix: "a"))
+        _ = try await log.append(simpleRecords(2_000, prefix: "big"))
+        try log.close()
+        // A crash cut the 2,000-record append before its last batch; no writer published a head since.
+        let segment = try #require(try segmentPaths(in: directory).first)
+        let last = try #require(try batchesOnDisk(segment).last)
+        try writeFileBytes(Array(try fileBytes(segment)[0..<last.offset]), to: segment)
+        try simulateCrashMarkers(in: directory)
+        try FileManager.default.removeItem(atPath: directory + "/parley.head")
+
+        let reader = try EventLog.openReadOnly(directory: directory)
+        #expect(reader.head == Position(20))
+        #expect(try reader.read(from: .first, limit: .max).count == 20)
+        try reader.close()
+    }
 }
