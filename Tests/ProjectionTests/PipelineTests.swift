@@ -269,3 +269,51 @@ import Testing
         }
     }
 }
+
+/// Backups and readers beside the engine's writer.
+@Suite struct LiveBackupTests {
+    @Test func aBackupTakenWhile256SendersWriteOpensWithTheWritersDigestAtItsPosition() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("parley-\(UUID())").path
+        let destination = directory + "-backup"
+        defer {
+            try? FileManager.default.removeItem(atPath: directory)
+            try? FileManager.default.removeItem(atPath: destination)
+        }
+        let engine = try Engine.open(directory: directory)
+        try await PipelineTests.populate(engine, users: 256)
+        let senders = Task {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for sender in 0..<256 {
+                    group.addTask {
+                        for step in 0..<8 {
+                            try await engine.sendMessage(
+                                in: "g", from: UserID("u\(sender)"), body: "m \(step)",
+                                message: MessageID("m\(sender)-\(step)"))
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+        }
+        // Once the senders are under way, back up from a read-only open, as `parley backup` does.
+        while engine.position.rawValue < 257 + 500 { await Task.yield() }
+        let reader = try EventLog.openReadOnly(directory: directory)
+        let report = try reader.backup(to: destination)
+        try reader.close()
+        try await senders.value
+        let log = try #require(engine.store as? EventLog)
+        #expect(report.position.rawValue >= 257 + 500)
+        #expect(try log.chainDigest(through: report.position) == report.headDigest)
+        try engine.close()
+
+        let copy = try EventLog.open(directory: destination, configuration: .init(createIfMissing: false))
+        #expect(copy.head == report.position)
+        #expect(copy.headDigest == report.headDigest)
+        #expect(try copy.verify().isOK)
+        try copy.close()
+        // The copy is a whole Parley log: the engine opens it and folds it.
+        let restored = try Engine.open(directory: destination)
+        #expect(restored.position == report.position)
+        try restored.close()
+    }
+}
