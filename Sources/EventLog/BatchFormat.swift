@@ -374,7 +374,9 @@ enum BatchDecoder {
     /// Decodes every record of an uncompressed block.
     static func records(header: BatchHeader, block: [UInt8]) -> [Record]? {
         var result: [Record] = []
-        result.reserveCapacity(Int(header.count))
+        // The count comes from the header: trust it only as far as the block could hold that many records (a
+        // record takes a few bytes at least), so that a crafted header cannot ask for gigabytes.
+        result.reserveCapacity(min(Int(header.count), block.count / 8 + 1))
         let outcome = decode(header: header, block: block) { record in
             result.append(record)
             return true

@@ -90,7 +90,8 @@ public final class EventLog: @unchecked Sendable {
     /// the writer, which holds `state` while it indexes the next group. Read it before taking `state`:
     /// the index already holds everything up to it.
     let committed: Mutex<CommittedHead>
-    let cache = Mutex(BatchCache())
+    /// A plain mutex, visible to the thread sanitizer (a priority-inheritance futex hand-off is not).
+    let cache = PlainMutex(BatchCache())
     let notifier = CommitNotifier()
     let writer: WriterState
     let lifecycle = Mutex(Lifecycle.open)

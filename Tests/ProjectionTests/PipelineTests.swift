@@ -317,3 +317,11 @@ import Testing
         try restored.close()
     }
 }
+
+/// Times the fuzzers found: refused or read, never a crash.
+@Suite struct TimestampFuzzRegressionTests {
+    @Test func moreThanThreeFractionalDigitsAreReadToTheMillisecond() {
+        #expect(Timestamp.parse("2025-11-20T08:00:00.123456Z") == Timestamp.parse("2025-11-20T08:00:00.123Z"))
+        #expect(Timestamp.parse("2025-11-20T08:00:00.00000:00.000") == nil)
+    }
+}

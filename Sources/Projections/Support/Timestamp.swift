@@ -68,7 +68,7 @@ public enum Timestamp {
                 index += 1
             }
             guard digits > 0 else { return nil }
-            for _ in digits..<3 where digits < 3 { milliseconds *= 10 }
+            for _ in min(digits, 3)..<3 { milliseconds *= 10 }
         }
         let rest = bytes[index...]
         guard rest.elementsEqual("Z".utf8) || rest.elementsEqual("z".utf8) || rest.elementsEqual("+00:00".utf8)
