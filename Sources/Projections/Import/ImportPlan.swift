@@ -219,29 +219,28 @@ extension ImportPlan {
     mutating func number(_ value: Any?, path: String, in range: ClosedRange<Double>) -> (
         value: Double?, isValid: Bool
     ) {
-        guard let value, !(value is NSNull) else { return (nil, true) }
-        guard let number = Loose.double(value), range.contains(number) else {
-            problems.append(
-                ImportProblem(
-                    path: path, code: "invalidNumber",
-                    message:
-                        "\(path) is \(Self.describe(value)): it must be a number from \(Self.bound(range.lowerBound)) "
-                        + "to \(Self.bound(range.upperBound))"))
-            return (nil, false)
-        }
-        return (number, true)
+        bounded(
+            value, path: path, in: range, read: Loose.double,
+            expected: "a number from \(Self.bound(range.lowerBound)) to \(Self.bound(range.upperBound))")
     }
 
     /// An optional whole-number field, as ``number(_:path:in:)``.
     mutating func integer(_ value: Any?, path: String, in range: ClosedRange<Int>) -> (value: Int?, isValid: Bool) {
+        bounded(
+            value, path: path, in: range, read: Loose.int,
+            expected: "a whole number from \(range.lowerBound) to \(range.upperBound)")
+    }
+
+    /// `value` read by `read` and checked against `range`; a problem saying it must be `expected` otherwise.
+    private mutating func bounded<T: Comparable>(
+        _ value: Any?, path: String, in range: ClosedRange<T>, read: (Any) -> T?, expected: String
+    ) -> (value: T?, isValid: Bool) {
         guard let value, !(value is NSNull) else { return (nil, true) }
-        guard let number = Loose.int(value), range.contains(number) else {
+        guard let number = read(value), range.contains(number) else {
             problems.append(
                 ImportProblem(
                     path: path, code: "invalidNumber",
-                    message:
-                        "\(path) is \(Self.describe(value)): it must be a whole number from \(range.lowerBound) to "
-                        + "\(range.upperBound)"))
+                    message: "\(path) is \(Self.describe(value)): it must be \(expected)"))
             return (nil, false)
         }
         return (number, true)
