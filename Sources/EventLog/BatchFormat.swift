@@ -60,7 +60,9 @@ struct BatchHeader: Equatable, Sendable {
             minTime: Int64(bitPattern: u64(24)), maxTime: Int64(bitPattern: u64(32)),
             uncompressedLength: u32(40), storedLength: u32(44),
             digest: Array(UnsafeRawBufferPointer(rebasing: bytes[(offset + 48)..<(offset + 80)])))
-        guard header.count > 0, header.firstPosition > 0, header.minTime <= header.maxTime,
+        // Positions must fit: a header near UInt64.max would overflow every position computed from it.
+        guard header.count > 0, header.firstPosition > 0,
+            header.firstPosition <= UInt64.max - UInt64(header.count), header.minTime <= header.maxTime,
             header.storedLength <= UInt32(EventLog.maximumBatchSize),
             header.uncompressedLength <= UInt32(EventLog.maximumBatchSize)
         else { return nil }

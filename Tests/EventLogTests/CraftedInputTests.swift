@@ -28,4 +28,17 @@ import Testing
         }
         #expect(records == .some(nil), "a batch that cannot hold its claimed records decodes to nothing")
     }
+
+    @Test func aBatchWhosePositionsWouldOverflowIsNotABatch() async throws {
+        let directory = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let log = try EventLog.open(directory: directory)
+        _ = try await log.append(simpleRecords(3))
+        try log.close()
+        let segment = try #require(try segmentPaths(in: directory).first)
+        let batch = try #require(try batchesOnDisk(segment).first)
+        var bytes = Array(try fileBytes(segment)[batch.offset..<batch.end])
+        withUnsafeBytes(of: UInt64.max.littleEndian) { bytes.replaceSubrange(16..<24, with: $0) }
+        #expect(bytes.withUnsafeBytes { BatchHeader.parse($0, at: 0) } == nil)
+    }
 }

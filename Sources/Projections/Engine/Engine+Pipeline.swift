@@ -101,8 +101,8 @@ final class Ticket: Sendable {
     }
 }
 
-/// What a command decided under the sequencer: events to append, or the position of an earlier identical
-/// call (an idempotent retry), or that nothing needs appending.
+/// What a command decided under the sequencer: events to append, or the positions of an earlier identical
+/// call (an idempotent retry).
 enum CommandPlan {
     /// Append these events; `validated` when the command checked them itself.
     case append([DomainEvent], validated: Bool = false)
