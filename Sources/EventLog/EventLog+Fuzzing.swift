@@ -1,4 +1,4 @@
-/// Hooks for the fuzz targets (`Fuzz/`) into the log's internal batch decoder. Not API: only code that opts
+/// Hooks for the fuzz targets (`Tests/Fuzz/`) into the log's internal batch decoder. Not API: only code that opts
 /// into the `Fuzzing` SPI sees them, and they may change with any release. (`package` access would not do: the
 /// fuzz targets live in their own package so that sanitizer builds stay out of a user's build.)
 @_spi(Fuzzing) public enum FuzzingProbe {

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds the fuzz targets (libFuzzer + AddressSanitizer, release) and runs each for SECONDS (default 600) from
-# its seed corpus in Fuzz/Corpus/<Target>/. New inputs go to a scratch corpus, never into the repository.
+# its seed corpus in Tests/Fuzz/Corpus/<Target>/. New inputs go to a scratch corpus, never into the repository.
 # A crashing input is copied to $FUZZ_CRASHES (default /tmp/parley-fuzz-crashes); the script then exits 1.
-# Usage: Fuzz/run.sh [SECONDS] [TARGET...]
+# Usage: Tests/Fuzz/run.sh [SECONDS] [TARGET...]
 set -uo pipefail
 cd "$(dirname "$0")"
 seconds="${1:-600}"

@@ -1,7 +1,7 @@
 // swift-tools-version:6.1
 // libFuzzer targets for the log's decoder and recovery and for the import readers, kept in their own package so
 // that the sanitizer builds never reach a user's build or the root package's `swift build` / `swift test`.
-// Build and run them with `Fuzz/run.sh [SECONDS]`; it passes `-sanitize=fuzzer,address` to every module, so that
+// Build and run them with `Tests/Fuzz/run.sh [SECONDS]`; it passes `-sanitize=fuzzer,address` to every module, so that
 // the library code is instrumented and not only these harnesses.
 import PackageDescription
 
@@ -9,7 +9,7 @@ let package = Package(
     name: "ParleyFuzz",
     platforms: [.macOS(.v15)],
     dependencies: [
-        .package(name: "Parley", path: "..")
+        .package(name: "Parley", path: "../..")
     ],
     targets: [
         .target(name: "CFuzzerDriver", path: "CFuzzerDriver"),
