@@ -37,6 +37,18 @@ package final class CommitNotifier: Sendable {
     package var generation: UInt64 { waiters.withLock { $0.generation } }
     package var isClosed: Bool { waiters.withLock { $0.isClosed } }
 
+    /// Suspends until `isPast()` holds (checked before each wait), the notifier closes, or the task is
+    /// cancelled; false once closed. What `waitForCommit` and the engine's `waitForDurable` are built on.
+    package func wait(until isPast: () -> Bool) async -> Bool {
+        while true {
+            let generation = self.generation
+            if isPast() { return true }
+            if isClosed { return false }
+            if Task.isCancelled { return true }
+            await wait(after: generation)
+        }
+    }
+
     package func notify() {
         let toResume = waiters.withLock { state in
             state.generation += 1
@@ -60,12 +72,6 @@ extension EventLog {
     /// Suspends until the committed head passes `position`, the log closes, or the task is cancelled; false
     /// when the log is closed. Subscriptions (``EventStore/subscribe(from:)``) wait here between reads.
     public func waitForCommit(after position: Position) async -> Bool {
-        while true {
-            let generation = notifier.generation
-            if committedPosition > position.rawValue { return true }
-            if notifier.isClosed { return false }
-            if Task.isCancelled { return true }
-            await notifier.wait(after: generation)
-        }
+        await notifier.wait { committedPosition > position.rawValue }
     }
 }

@@ -280,13 +280,7 @@ public final class MemoryStore: EventStore {
 
     /// Suspends until the head passes `position`, the store closes, or the task is cancelled.
     public func waitForCommit(after position: Position) async -> Bool {
-        while true {
-            let generation = notifier.generation
-            if head > position { return true }
-            if notifier.isClosed { return false }
-            if Task.isCancelled { return true }
-            await notifier.wait(after: generation)
-        }
+        await notifier.wait { head > position }
     }
 
     /// Checks that committed positions are dense and ids unique; the records cannot be damaged in memory.

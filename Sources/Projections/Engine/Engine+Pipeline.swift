@@ -295,8 +295,10 @@ extension Engine {
                     guard position > state.position else { continue }
                     state.fold(item.event, actor: item.actor, position: position, time: item.time)
                 }
-                let expected = (0..<call.events.count).map { Position(call.first + UInt64($0)) }
-                if appended.positions != expected {
+                let isAsSequenced = appended.positions.enumerated().allSatisfy {
+                    $0.element.rawValue == call.first + UInt64($0.offset)
+                }
+                if !isAsSequenced {
                     stopped = ValidationError(
                         .storage,
                         "the store positioned a call at \(appended.positions.first?.rawValue ?? 0), not at "

@@ -4,13 +4,7 @@ extension Engine {
     /// Suspends until the durable state passes `position`, the engine closes, or the task is cancelled;
     /// false once the engine is closed.
     public func waitForDurable(after position: Position) async -> Bool {
-        while true {
-            let generation = durableChanges.generation
-            if self.position > position { return true }
-            if durableChanges.isClosed { return false }
-            if Task.isCancelled { return true }
-            await durableChanges.wait(after: generation)
-        }
+        await durableChanges.wait { self.position > position }
     }
 
     /// A stream of `view` as the durable state changes: the current value first, then each new value that
