@@ -23,6 +23,8 @@ struct Parley: AsyncParsableCommand {
             TailCommand.self,
             BackupCommand.self,
             CrashWriterCommand.self,
+            ServeCommand.self,
+            TokenCommand.self,
             BenchCommand.self,
         ]
     )

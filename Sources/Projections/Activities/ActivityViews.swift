@@ -122,30 +122,33 @@ extension ProjectionState {
 
     func feed(_ user: UserID, from time: Int64) -> [FeedItem] {
         guard let u = users.index(of: user.rawValue) else { return [] }
-        var items: [FeedItem] = []
-        for index in activities.userActivities[Int(u)] {
-            let a = activities.activities[Int(index)]
-            guard !a.isCancelled, a.startsAt >= time else { continue }
-            var rsvp: RSVPAnswer?
-            let role: FeedRole
-            if a.host == u {
-                role = .host
-            } else {
-                guard let guest = a.guestIndex(u) else { continue }
-                role = .guest
-                switch a.guests[guest].state {
-                case .invited: rsvp = nil
-                case .going: rsvp = .going
-                case .maybe: rsvp = .maybe
-                case .declined: rsvp = .declined
-                }
-            }
-            items.append(
-                FeedItem(
-                    activity: ActivityID(activityIDs[index]), kind: a.kind, title: a.title, startsAt: a.startsAt,
-                    role: role,
-                    rsvp: rsvp))
+        let items = activities.userActivities[Int(u)].compactMap { index -> FeedItem? in
+            guard activities.activities[Int(index)].startsAt >= time else { return nil }
+            return feedItem(index, user: u)
         }
         return items.sorted { $0.startsAt != $1.startsAt ? $0.startsAt < $1.startsAt : $0.activity < $1.activity }
+    }
+
+    /// The activity as `u`'s feed shows it, or nil when it is not in the feed (cancelled, not invited, revoked).
+    func feedItem(_ index: Int32, user u: Int32) -> FeedItem? {
+        let a = activities.activities[Int(index)]
+        guard !a.isCancelled else { return nil }
+        var rsvp: RSVPAnswer?
+        let role: FeedRole
+        if a.host == u {
+            role = .host
+        } else {
+            guard let guest = a.guestIndex(u) else { return nil }
+            role = .guest
+            switch a.guests[guest].state {
+            case .invited: rsvp = nil
+            case .going: rsvp = .going
+            case .maybe: rsvp = .maybe
+            case .declined: rsvp = .declined
+            }
+        }
+        return FeedItem(
+            activity: ActivityID(activityIDs[index]), kind: a.kind, title: a.title, startsAt: a.startsAt, role: role,
+            rsvp: rsvp)
     }
 }

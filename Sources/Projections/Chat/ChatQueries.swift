@@ -40,18 +40,40 @@ extension ProjectionState {
         guard let u = users.index(of: user.rawValue) else { return [] }
         let list = chat.userRooms[Int(u)].map { (room: $0, recency: chat.recency(of: $0)) }
             .sorted { $0.recency != $1.recency ? $0.recency > $1.recency : $0.room < $1.room }
-        return list.map { entry in
-            let record = chat.rooms[Int(entry.room)]
-            var counterpart: Counterpart?
-            if record.kind == .direct, let other = record.members.first(where: { $0.user != u })?.user {
-                let profile = accounts.users[Int(other)]
-                counterpart = Counterpart(user: UserID(users[other]), name: profile.name, photoURL: profile.photoURL)
-            }
-            let unread = record.members.first { $0.user == u }.map { Int($0.unread) } ?? 0
-            return RoomSummary(
-                room: RoomID(rooms[entry.room]), kind: record.kind, title: roomTitle(entry.room, viewer: u),
-                counterpart: counterpart, lastMessage: lastMessage(of: entry.room), unread: unread)
+        return list.map { roomSummary($0.room, viewer: u) }
+    }
+
+    /// The row of `room` in `viewer`'s room list.
+    func roomSummary(_ room: Int32, viewer u: Int32) -> RoomSummary {
+        let record = chat.rooms[Int(room)]
+        var counterpart: Counterpart?
+        if record.kind == .direct, let other = record.members.first(where: { $0.user != u })?.user {
+            let profile = accounts.users[Int(other)]
+            counterpart = Counterpart(user: UserID(users[other]), name: profile.name, photoURL: profile.photoURL)
         }
+        let unread = record.members.first { $0.user == u }.map { Int($0.unread) } ?? 0
+        return RoomSummary(
+            room: RoomID(rooms[room]), kind: record.kind, title: roomTitle(room, viewer: u),
+            counterpart: counterpart, lastMessage: lastMessage(of: room), unread: unread)
+    }
+
+    /// `user`'s row for `room` with the room's place in the list (see ``Engine/roomRow(_:_:)``), or nil when
+    /// the room is not in the user's list.
+    func roomRow(_ user: UserID, _ id: RoomID) -> RoomRow? {
+        guard let u = users.index(of: user.rawValue), let room = rooms.index(of: id.rawValue),
+            chat.rooms[Int(room)].memberIndex(u) != nil
+        else { return nil }
+        return RoomRow(summary: roomSummary(room, viewer: u), recency: chat.recency(of: room))
+    }
+
+    /// The message as a page shows it.
+    func messageView(_ index: Int32) -> MessageView {
+        let m = chat.messages[Int(index)]
+        return MessageView(
+            id: MessageID(messageIDs[index]), sender: UserID(users[m.sender]), kind: m.kind,
+            body: m.isDeleted ? nil : m.body,
+            media: m.isDeleted || m.media < 0 ? nil : chat.media[Int(m.media)],
+            time: m.time, edited: m.isEdited, deleted: m.isDeleted)
     }
 
     func roomDetails(_ id: RoomID) -> RoomDetails? {
@@ -79,15 +101,9 @@ extension ProjectionState {
         views.reserveCapacity(max(0, min(limit, 256)))
         var oldest: Int32 = -1
         while next >= 0, views.count < limit {
-            let m = chat.messages[Int(next)]
-            views.append(
-                MessageView(
-                    id: MessageID(messageIDs[next]), sender: UserID(users[m.sender]), kind: m.kind,
-                    body: m.isDeleted ? nil : m.body,
-                    media: m.isDeleted || m.media < 0 ? nil : chat.media[Int(m.media)],
-                    time: m.time, edited: m.isEdited, deleted: m.isDeleted))
+            views.append(messageView(next))
             oldest = next
-            next = m.previous
+            next = chat.messages[Int(next)].previous
         }
         views.reverse()
         let before = next >= 0 && oldest >= 0 ? messageIDs[oldest] : nil

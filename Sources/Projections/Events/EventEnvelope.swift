@@ -221,7 +221,8 @@ public enum JSONText {
         return find(object, [])
     }
 
-    static func describe(_ error: DecodingError) -> String {
+    /// A decoding error as one line that names the field: `missing field 'name' in location`.
+    public static func describe(_ error: DecodingError) -> String {
         func path(_ keys: [any CodingKey]) -> String {
             keys.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
         }

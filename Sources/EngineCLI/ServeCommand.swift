@@ -1,0 +1,154 @@
+import ArgumentParser
+import Foundation
+import Logging
+import Projections
+import Server
+
+/// `parley serve`: the engine over HTTP and WebSocket.
+struct ServeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Run the engine as a server: HTTP routes for every command and query, live updates on a WebSocket.",
+        discussion: """
+            Every request but /healthz, /readyz, /metrics and /v1/openapi.json carries a bearer JWT whose `sub` \
+            is the user id (HS256 with --secret-file, or ES256/RS256 with --jwks-file). SIGTERM or SIGINT \
+            stops it cleanly: live connections are closed (1001), requests in flight finish, the log is closed.
+            With --dev and no key, a secret is made in the data directory and ready tokens are printed.
+            """)
+
+    @OptionGroup var global: GlobalOptions
+    @Option(help: "The address to listen on.") var host = "127.0.0.1"
+    @Option(help: "The port (0: any free port).") var port = 8080
+    @Option(help: "A file holding the HS256 secret tokens are signed with (at least 32 bytes).")
+    var secretFile: String?
+    @Option(help: "A JWKS file with the ES256/RS256 public keys of the identity provider.") var jwksFile: String?
+    @Option(help: "Requests per second allowed per user on average (0: no limit).") var rateLimit: Double = 100
+    @Option(help: "Requests a user may make at once above the average.") var burst: Double = 200
+    @Flag(help: "Development: make a secret if none is given, and print ready tokens with curl examples.")
+    var dev = false
+
+    func run() async throws {
+        var secretFile = secretFile
+        if dev, secretFile == nil, jwksFile == nil {
+            secretFile = try Self.devSecret(in: global.directory)
+        }
+        let verifier: TokenVerifier
+        do {
+            if let jwksFile {
+                verifier = try await TokenVerifier.jwks(file: jwksFile)
+            } else if let secretFile {
+                verifier = try await TokenVerifier.hmac(secretFile: secretFile)
+            } else {
+                throw CLIError(
+                    "serve needs a key to check tokens: --secret-file F (HS256) or --jwks-file F (ES256/RS256); "
+                        + "or --dev to make one")
+            }
+        } catch let error as KeyFileError {
+            throw CLIError(error.description)
+        }
+        var configuration = ServerConfiguration()
+        configuration.host = host
+        configuration.port = port
+        configuration.requestsPerSecond = rateLimit
+        configuration.burst = burst
+        let engine = try global.openEngine(createIfMissing: true)
+        var logger = Logger(label: "parley")
+        logger.logLevel = .notice
+        let server = ParleyServer(engine: engine, verifier: verifier, configuration: configuration, logger: logger)
+        let directory = global.directory
+        let position = engine.position.rawValue
+        let devSecret = dev ? secretFile : nil
+        do {
+            try await server.run { port in
+                Output.error("parley: serving http://\(host):\(port) (log \(directory), position \(position))")
+                if let devSecret { await Self.printDevGuide(host: host, port: port, secretFile: devSecret) }
+            }
+        } catch {
+            try? engine.close()
+            throw CLIError("the server stopped: \(error)")
+        }
+        do {
+            try engine.close()
+        } catch {
+            throw CLIError(error, doing: "closing the log")
+        }
+        Output.error("parley: stopped; the log is closed cleanly at position \(engine.position.rawValue)")
+    }
+
+    /// The development secret in the data directory, made (0600) when missing.
+    static func devSecret(in directory: String) throws -> String {
+        let path = (directory as NSString).appendingPathComponent("dev-secret")
+        if FileManager.default.fileExists(atPath: path) { return path }
+        try FileManager.default.createDirectory(
+            atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        var bytes = [UInt8](repeating: 0, count: 48)
+        for index in bytes.indices { bytes[index] = UInt8.random(in: 0...255) }
+        guard
+            FileManager.default.createFile(
+                atPath: path, contents: Data(Data(bytes).base64EncodedString().utf8),
+                attributes: [.posixPermissions: 0o600])
+        else { throw CLIError("cannot write the development secret \(path)") }
+        return path
+    }
+
+    static func printDevGuide(host: String, port: Int, secretFile: String) async {
+        guard let admin = try? await TokenIssuer.token(user: "admin", admin: true, ttl: 86_400, secretFile: secretFile),
+            let alice = try? await TokenIssuer.token(user: "alice", ttl: 86_400, secretFile: secretFile),
+            let bob = try? await TokenIssuer.token(user: "bob", ttl: 86_400, secretFile: secretFile)
+        else { return }
+        let base = "http://\(host):\(port)"
+        print(
+            """
+
+            Development tokens (valid 24 h, signed with \(secretFile)):
+              ADMIN=\(admin)
+              ALICE=\(alice)
+              BOB=\(bob)
+
+            Try it:
+              curl -s -X POST \(base)/v1/users -H "Authorization: Bearer $ALICE" -H 'Content-Type: application/json' \\
+                   -d '{"method":"email","email":"alice@example.com","name":"Alice"}'
+              curl -s -X POST \(base)/v1/users -H "Authorization: Bearer $BOB" -H 'Content-Type: application/json' \\
+                   -d '{"method":"email","email":"bob@example.com","name":"Bob"}'
+              curl -s -X POST \(base)/v1/users/bob/messages -H "Authorization: Bearer $ALICE" \\
+                   -H 'Content-Type: application/json' -d '{"body":"Walk at six?"}'
+              curl -s \(base)/v1/me/rooms -H "Authorization: Bearer $BOB"
+
+            Watch Bob's room list live (python3 -m pip install websockets):
+              python3 -m websockets ws://\(host):\(port)/v1/live
+              > {"type":"auth","token":"<BOB's token>"}
+              > {"type":"subscribe","topic":"rooms"}
+
+            The API: \(base)/v1/openapi.json
+            """)
+    }
+}
+
+/// `parley token`: mint a signed access token for development and tests.
+struct TokenCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "token",
+        abstract: "Print a signed access token (HS256 JWT) for a user, for development and tests.")
+
+    @Option(help: "The user id (the token's subject).") var user: String
+    @Flag(help: "Grant the admin routes (parley_role: admin).") var admin = false
+    @Option(help: "How long the token is valid: seconds, or with a unit: 15m, 12h, 7d.") var ttl = "1h"
+    @Option(help: "The file holding the HS256 secret the server checks with.") var secretFile: String
+
+    func run() async throws {
+        guard let seconds = Self.seconds(ttl), seconds > 0 else {
+            throw CLIError("--ttl '\(ttl)' is not a duration: give seconds or a number with s, m, h or d (15m, 7d)")
+        }
+        do {
+            print(try await TokenIssuer.token(user: user, admin: admin, ttl: seconds, secretFile: secretFile))
+        } catch let error as KeyFileError {
+            throw CLIError(error.description)
+        }
+    }
+
+    static func seconds(_ text: String) -> Double? {
+        let units: [Character: Double] = ["s": 1, "m": 60, "h": 3600, "d": 86_400]
+        if let last = text.last, let unit = units[last] { return Double(text.dropLast()).map { $0 * unit } }
+        return Double(text)
+    }
+}

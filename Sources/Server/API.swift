@@ -1,0 +1,113 @@
+import EventLog
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdWebSocket
+import Logging
+import Metrics
+import Projections
+import Prometheus
+
+/// The counters `/metrics` shows (swift-metrics, exported by swift-prometheus).
+final class ServerMetrics: Sendable {
+    let commands = Counter(label: "parley_commands_total")
+    let refusedCommands = Counter(label: "parley_commands_refused_total")
+    let liveConnections = Meter(label: "parley_live_connections")
+    let framesSent = Counter(label: "parley_live_frames_total")
+    let slowClosed = Counter(label: "parley_live_slow_closed_total")
+    let position = Gauge(label: "parley_log_position")
+}
+
+/// The registry `/metrics` reads. swift-metrics has one process-wide backend: the first server made
+/// bootstraps it with this registry, unless the embedding program bootstrapped its own (then pass that
+/// registry to ``ParleyServer/init(engine:verifier:configuration:logger:metricsRegistry:)``).
+public enum ParleyMetrics {
+    /// The registry, bootstrapped into swift-metrics on first use.
+    public static let registry: PrometheusCollectorRegistry = {
+        let registry = PrometheusCollectorRegistry()
+        MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+        return registry
+    }()
+}
+
+/// The HTTP API over one engine: the routes of DESIGN §5 and the live channel.
+struct API: Sendable {
+    let engine: Engine
+    let hub: LiveHub
+    let verifier: TokenVerifier
+    let configuration: ServerConfiguration
+    let idempotency = IdempotencyCache()
+    let metrics: ServerMetrics
+    let registry: PrometheusCollectorRegistry
+    let logger: Logger
+
+    /// The router with every route, and the table that documents them.
+    func makeRouter() -> (Router<ParleyContext>, [RouteSpec]) {
+        let router = Router(context: ParleyContext.self)
+        router.add(middleware: ErrorMiddleware())
+        router.add(
+            middleware: AuthenticationMiddleware(
+                verifier: verifier,
+                limiter: configuration.requestsPerSecond > 0
+                    ? RateLimiter(rate: configuration.requestsPerSecond, burst: configuration.burst) : nil))
+        let table = RouteTable(router: router)
+        registerOperations(table)
+        registerCommands(table)
+        registerQueries(table)
+        let live = LiveChannel(hub: hub, engine: engine, verifier: verifier, configuration: configuration)
+        table.document(
+            RouteSpec(
+                method: .get, path: "/v1/live", operation: "live",
+                summary:
+                    "The live channel (WebSocket): subscribe to rooms, feed and room:<id>, optionally since a position.",
+                access: .user, status: 101, response: "LiveFrame"))
+        router.ws(
+            "/v1/live",
+            shouldUpgrade: { _, _ in
+                guard !hub.isStopping else { throw APIError.stopping }
+                return .upgrade([:])
+            },
+            onUpgrade: { inbound, outbound, context in
+                try await live.serve(
+                    inbound: inbound, outbound: outbound, identity: context.requestContext.identity,
+                    channel: context.requestContext.channel)
+            })
+        let specs = table.specs
+        let document = OpenAPI.document(specs)
+        router.get("/v1/openapi.json") { _, _ in JSONBody.response(document) }
+        return (router, specs)
+    }
+
+    private func registerOperations(_ t: RouteTable) {
+        t.add(
+            RouteSpec(
+                method: .get, path: "/healthz", operation: "health", summary: "The process answers.", access: .open,
+                status: 200, response: "Health")
+        ) { _, _ in JSONBody.response("{\"status\":\"ok\"}") }
+        t.add(
+            RouteSpec(
+                method: .get, path: "/readyz", operation: "ready",
+                summary: "The engine takes commands (503 when stopping or after a store failure).", access: .open,
+                status: 200, response: "Health")
+        ) { _, _ in
+            guard !hub.isStopping else { throw APIError.stopping }
+            guard engine.isAcceptingCommands else {
+                throw APIError(
+                    .serviceUnavailable, "storage", "the store failed; the engine takes no commands until reopened")
+            }
+            return JSONBody.response("{\"position\":\(engine.position.rawValue),\"status\":\"ready\"}")
+        }
+        t.add(
+            RouteSpec(
+                method: .get, path: "/metrics", operation: "metrics", summary: "Prometheus metrics.", access: .open,
+                status: 200, response: "PrometheusText")
+        ) { _, _ in
+            metrics.position.record(Int64(engine.position.rawValue))
+            var buffer: [UInt8] = []
+            registry.emit(into: &buffer)
+            return Response(
+                status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
+                body: .init(byteBuffer: ByteBuffer(bytes: buffer)))
+        }
+    }
+}

@@ -1,0 +1,104 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Projections
+
+/// An error as the API answers it: a status and `{"error":{"code","message"}}`.
+public struct APIError: Error, HTTPResponseError, Sendable {
+    /// The HTTP status.
+    public var status: HTTPResponse.Status
+    /// A stable code clients switch on (the rule's code for a broken rule).
+    public var code: String
+    /// What went wrong, for a person.
+    public var message: String
+    /// Extra headers (`Retry-After`).
+    public var headers: HTTPFields = [:]
+
+    /// Makes a value from its fields.
+    public init(_ status: HTTPResponse.Status, _ code: String, _ message: String) {
+        self.status = status
+        self.code = code
+        self.message = message
+    }
+
+    static let unauthorized = APIError(
+        .unauthorized, "unauthorized", "a valid bearer token is required (Authorization: Bearer <JWT>)")
+    static func forbidden(_ message: String) -> APIError { APIError(.forbidden, "forbidden", message) }
+    static func notFound(_ message: String) -> APIError { APIError(.notFound, "notFound", message) }
+    static func badRequest(_ code: String, _ message: String) -> APIError { APIError(.badRequest, code, message) }
+    static let stopping = APIError(.serviceUnavailable, "stopping", "the server is stopping; retry on another node")
+
+    /// The answer to a rule the engine refused, by its code: 404 for a missing thing, 409 for a taken id,
+    /// 403 for an act that is someone else's, 413 for an event too large, 503 for a failed store, else 400.
+    init(_ error: ValidationError) {
+        let status: HTTPResponse.Status
+        switch error.code {
+        case .userNotFound, .roomNotFound, .messageNotFound, .activityNotFound, .feelingNotFound:
+            status = .notFound
+        case .duplicateID, .conflictingID, .directRoomExists:
+            status = .conflict
+        case .notAMember, .notTheSender, .notTheHost, .wrongActor, .notInvited:
+            status = .forbidden
+        case .recordTooLarge:
+            status = .contentTooLarge
+        case .storage:
+            status = .serviceUnavailable
+        default:
+            status = .badRequest
+        }
+        self.init(status, error.code.name, error.message)
+    }
+
+    /// The error's JSON body.
+    var body: String {
+        "{\"error\":{\"code\":\(JSONText.quote(code)),\"message\":\(JSONText.quote(message))}}"
+    }
+
+    /// The response.
+    public func response(from request: Request, context: some RequestContext) throws -> Response {
+        var response = JSONBody.response(body, status: status)
+        response.headers.append(contentsOf: headers)
+        return response
+    }
+}
+
+/// JSON in and out: sorted keys, ISO 8601 times (the views encode their own), bodies as UTF-8.
+enum JSONBody {
+    static func encode(_ value: some Encodable) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return String(decoding: try encoder.encode(value), as: UTF8.self)
+    }
+
+    static func response(_ json: String, status: HTTPResponse.Status = .ok) -> Response {
+        Response(
+            status: status, headers: [.contentType: "application/json; charset=utf-8"],
+            body: .init(byteBuffer: ByteBuffer(string: json)))
+    }
+
+    static func response(encoding value: some Encodable, status: HTTPResponse.Status = .ok) throws -> Response {
+        response(try encode(value), status: status)
+    }
+
+    /// Decodes `T` from a request body, mapping every failure to a 400 that names the field.
+    static func decode<T: Decodable>(_ type: T.Type, from buffer: ByteBuffer) throws(APIError) -> T {
+        guard buffer.readableBytes > 0 else {
+            throw .badRequest("malformedJSON", "the request needs a JSON object body")
+        }
+        do {
+            return try JSONDecoder().decode(T.self, from: Data(buffer.readableBytesView))
+        } catch let error as DecodingError {
+            throw .badRequest(
+                error.isSyntax ? "malformedJSON" : "invalidField", JSONText.describe(error))
+        } catch {
+            throw .badRequest("malformedJSON", "the body is not JSON: \(error)")
+        }
+    }
+}
+
+extension DecodingError {
+    var isSyntax: Bool {
+        if case .dataCorrupted(let context) = self, context.codingPath.isEmpty { return true }
+        return false
+    }
+}

@@ -1,0 +1,150 @@
+import Foundation
+import JWTKit
+import Projections
+
+/// The claims Parley reads from an access token: `sub` is the Parley user id, `exp` is required, and
+/// `parley_role: "admin"` grants the admin routes. Tokens come from the app's identity provider (or
+/// `parley token` in development).
+public struct AccessClaims: JWTPayload, Equatable {
+    /// The user id.
+    public var sub: SubjectClaim
+    /// When the token stops being accepted.
+    public var exp: ExpirationClaim
+    /// `admin` for the admin routes; absent for a user.
+    public var role: String?
+
+    enum CodingKeys: String, CodingKey {
+        case sub, exp
+        case role = "parley_role"
+    }
+
+    /// Makes claims for `user`, valid until `expires`.
+    public init(user: String, expires: Date, admin: Bool = false) {
+        self.sub = SubjectClaim(value: user)
+        self.exp = ExpirationClaim(value: expires)
+        self.role = admin ? "admin" : nil
+    }
+
+    /// Refuses an expired token.
+    public func verify(using algorithm: some JWTAlgorithm) async throws {
+        try exp.verifyNotExpired()
+    }
+}
+
+/// Who is asking: the token's subject, and whether it may use the admin routes.
+public struct Identity: Sendable, Hashable {
+    /// The user every command acts as.
+    public var user: UserID
+    /// Whether the token carries `parley_role: admin`.
+    public var isAdmin: Bool
+
+    /// Makes a value from its fields.
+    public init(user: UserID, isAdmin: Bool) {
+        self.user = user
+        self.isAdmin = isAdmin
+    }
+}
+
+/// Why a key file was refused.
+public struct KeyFileError: Error, CustomStringConvertible {
+    /// What is wrong, naming the file.
+    public var description: String
+}
+
+/// Checks bearer tokens: HS256 with a shared secret, or ES256/RS256 with the public keys of a JWKS file.
+/// Any failure — malformed, unsigned (`alg: none`), signed with another key or algorithm, expired, no
+/// subject — is the same `nil`: the caller answers 401 and says nothing more.
+public struct TokenVerifier: Sendable {
+    let keys: JWTKeyCollection
+
+    /// The smallest HS256 secret accepted, in bytes (the digest's size, as RFC 7518 §3.2 asks).
+    public static let minimumSecretLength = 32
+
+    /// A verifier for HS256 tokens signed with `secret`.
+    /// - Throws: ``KeyFileError`` when the secret is shorter than ``minimumSecretLength`` bytes.
+    public static func hmac(secret: String) async throws -> TokenVerifier {
+        guard secret.utf8.count >= minimumSecretLength else {
+            throw KeyFileError(
+                description: "the HS256 secret is \(secret.utf8.count) bytes; use at least \(minimumSecretLength) "
+                    + "(for example: head -c 48 /dev/urandom | base64 > secret)")
+        }
+        let keys = JWTKeyCollection()
+        await keys.add(hmac: HMACKey(from: secret), digestAlgorithm: .sha256)
+        return TokenVerifier(keys: keys)
+    }
+
+    /// A verifier for HS256 tokens signed with the secret in `path` (surrounding whitespace ignored).
+    /// - Throws: ``KeyFileError`` naming the file when it cannot be read or the secret is too short.
+    public static func hmac(secretFile path: String) async throws -> TokenVerifier {
+        do {
+            return try await hmac(secret: try readSecret(path))
+        } catch let error as KeyFileError {
+            throw KeyFileError(description: "\(path): \(error.description)")
+        }
+    }
+
+    /// A verifier for ES256/RS256 tokens whose public keys are in the JWKS file at `path`.
+    /// - Throws: ``KeyFileError`` naming the file when it cannot be read or holds no usable key.
+    public static func jwks(file path: String) async throws -> TokenVerifier {
+        let text: String
+        do {
+            text = try String(contentsOfFile: path, encoding: .utf8)
+        } catch {
+            throw KeyFileError(description: "cannot read the JWKS file \(path): \(error.localizedDescription)")
+        }
+        let keys = JWTKeyCollection()
+        do {
+            _ = try await keys.add(jwksJSON: text)
+        } catch {
+            throw KeyFileError(description: "\(path) is not a usable JWKS (ES256/RS256 public keys): \(error)")
+        }
+        return TokenVerifier(keys: keys)
+    }
+
+    /// The secret in `path`, without surrounding whitespace.
+    static func readSecret(_ path: String) throws -> String {
+        do {
+            return try String(contentsOfFile: path, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        } catch {
+            throw KeyFileError(description: "cannot read the secret file: \(error.localizedDescription)")
+        }
+    }
+
+    /// Who `token` names, or nil when it is not a valid, unexpired token with a subject.
+    public func identity(token: String) async -> Identity? {
+        guard token.utf8.count <= 16 << 10,
+            let claims = try? await keys.verify(token, as: AccessClaims.self),
+            !claims.sub.value.isEmpty
+        else { return nil }
+        return Identity(user: UserID(claims.sub.value), isAdmin: claims.role == "admin")
+    }
+}
+
+/// Signs HS256 access tokens (`parley token`, `parley serve --dev`, tests).
+public enum TokenIssuer {
+    /// A token for `user`, valid for `ttl` seconds, signed with `secret`.
+    public static func token(user: String, admin: Bool = false, ttl: Double, secret: String) async throws -> String {
+        let keys = JWTKeyCollection()
+        await keys.add(hmac: HMACKey(from: secret), digestAlgorithm: .sha256)
+        return try await keys.sign(AccessClaims(user: user, expires: Date().addingTimeInterval(ttl), admin: admin))
+    }
+
+    /// A token signed with the secret in `path`.
+    /// - Throws: ``KeyFileError`` naming the file.
+    public static func token(user: String, admin: Bool = false, ttl: Double, secretFile path: String) async throws
+        -> String
+    {
+        let secret: String
+        do {
+            secret = try TokenVerifier.readSecret(path)
+        } catch let error as KeyFileError {
+            throw KeyFileError(description: "\(path): \(error.description)")
+        }
+        guard secret.utf8.count >= TokenVerifier.minimumSecretLength else {
+            throw KeyFileError(
+                description: "\(path): the HS256 secret is \(secret.utf8.count) bytes; use at least "
+                    + "\(TokenVerifier.minimumSecretLength)")
+        }
+        return try await token(user: user, admin: admin, ttl: ttl, secret: secret)
+    }
+}

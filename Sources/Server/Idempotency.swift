@@ -1,0 +1,63 @@
+import DequeModule
+import EventLog
+import HTTPTypes
+import Hummingbird
+
+/// Answers a retried command (same user, same `Idempotency-Key`) with the first answer, appending nothing.
+/// A retry that arrives while the first call is still running waits for it. The same key with another
+/// method, path or body is refused (409). Answers of the server's own failures (5xx) are not kept, so a
+/// retry after a failed store tries again. Keys are kept in memory for the process's life, the newest
+/// `capacity` of them; a message id chosen by the client is idempotent in the log itself and survives
+/// restarts.
+final class IdempotencyCache: Sendable {
+    struct Answer: Sendable {
+        var status: HTTPResponse.Status
+        var body: String
+    }
+
+    struct Entry {
+        var fingerprint: Int
+        var task: Task<Answer, Never>
+    }
+
+    struct State {
+        var entries: [String: Entry] = [:]
+        var order = Deque<String>()
+    }
+
+    let capacity: Int
+    private let state = PlainMutex(State())
+
+    init(capacity: Int = 100_000) { self.capacity = capacity }
+
+    /// The answer for `key` of `user`: the first call's, or `run`'s when the key is new.
+    /// - Throws: 409 when the key was used for another request.
+    func answer(
+        user: String, key: String, fingerprint: Int, run: @escaping @Sendable () async -> Answer
+    ) async throws(APIError) -> Answer {
+        let id = user + "\u{0}" + key
+        let (task, isNew) = try state.withLock { s throws(APIError) -> (Task<Answer, Never>, Bool) in
+            if let entry = s.entries[id] {
+                guard entry.fingerprint == fingerprint else {
+                    throw APIError(
+                        .conflict, "idempotencyKeyReused",
+                        "Idempotency-Key '\(key)' was used for another request; use a new key for a new command")
+                }
+                return (entry.task, false)
+            }
+            let task = Task { await run() }
+            s.entries[id] = Entry(fingerprint: fingerprint, task: task)
+            s.order.append(id)
+            while s.order.count > capacity, let oldest = s.order.popFirst() { s.entries[oldest] = nil }
+            return (task, true)
+        }
+        let answer = await task.value
+        if isNew, answer.status.code >= 500 {
+            state.withLock { s in
+                s.entries[id] = nil
+                s.order.removeAll { $0 == id }
+            }
+        }
+        return answer
+    }
+}

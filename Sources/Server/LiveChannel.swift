@@ -1,0 +1,143 @@
+import EventLog
+import Foundation
+import HummingbirdWebSocket
+import NIOCore
+import NIOWebSocket
+import Projections
+
+/// A frame a live client sends.
+struct ClientFrame: Decodable {
+    var type: String
+    var token: String?
+    var topic: String?
+    var since: UInt64?
+}
+
+/// One WebSocket client of `/v1/live`. The protocol (JSON text frames):
+/// - A client that could not send an `Authorization` header (a browser) sends `{"type":"auth","token":…}`
+///   first, within ``ServerConfiguration/authenticationTimeout``; the token never appears in a URL.
+/// - `{"type":"subscribe","topic":"rooms"|"feed"|"room:<id>","since":P?}`: the server answers with the
+///   changes after P (or the whole current view without `since`), then `caughtUp`, then live changes in
+///   log order, each with its `position`. `{"type":"unsubscribe","topic":…}` stops one.
+/// - A client too slow to take its changes is closed with 4000; a stopping server closes with 1001. Either
+///   way the client reconnects and subscribes `since` the last position it received, and misses nothing.
+struct LiveChannel: Sendable {
+    let hub: LiveHub
+    let engine: Engine
+    let verifier: TokenVerifier
+    let configuration: ServerConfiguration
+
+    static let slowCode = WebSocketErrorCode(codeNumber: 4000)
+    static let unauthorizedCode = WebSocketErrorCode(codeNumber: 4401)
+
+    func serve(
+        inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, identity: Identity?, channel: any Channel
+    ) async throws {
+        var messages = inbound.messages(maxSize: configuration.maximumFrameSize).makeAsyncIterator()
+        var identity = identity
+        if identity == nil {
+            // Without a header the first frame must authenticate, in time.
+            let deadline = channel.eventLoop.scheduleTask(
+                in: .nanoseconds(configuration.authenticationTimeout.nanoseconds)
+            ) {
+                channel.close(promise: nil)
+            }
+            defer { deadline.cancel() }
+            if case .text(let text) = try await messages.next(),
+                let frame = try? JSONDecoder().decode(ClientFrame.self, from: Data(text.utf8)), frame.type == "auth",
+                let token = frame.token
+            {
+                identity = await verifier.identity(token: token)
+            }
+            guard identity != nil else {
+                try await outbound.close(Self.unauthorizedCode, reason: "a valid token is required")
+                return
+            }
+            deadline.cancel()
+        }
+        guard let identity, let connection = hub.connect(user: identity.user, channel: channel) else {
+            try await outbound.close(.goingAway, reason: "the server is stopping")
+            return
+        }
+        defer { hub.disconnect(connection) }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await write(connection, outbound) }
+            do {
+                while let message = try await messages.next() {
+                    guard case .text(let text) = message else {
+                        _ = connection.enqueue(Frames.error("badFrame", "send JSON text frames"))
+                        continue
+                    }
+                    handle(text, from: connection)
+                }
+            } catch {
+                // A frame over the limit or a broken connection: the connection ends.
+            }
+            connection.end(.gone)
+            try await group.waitForAll()
+        }
+    }
+
+    /// Sends queued frames until the connection ends, then closes it with the code its ending calls for.
+    private func write(_ connection: LiveConnection, _ outbound: WebSocketOutboundWriter) async throws {
+        while let frame = await connection.next() {
+            try await outbound.write(.text(frame))
+        }
+        switch connection.ending {
+        case .slow:
+            try? await outbound.close(
+                Self.slowCode, reason: "too slow: reconnect and subscribe since the last position you received")
+        case .stopping:
+            try? await outbound.close(
+                .goingAway, reason: "server stopping: reconnect and subscribe since the last position you received")
+        case .gone, nil:
+            break
+        }
+    }
+
+    private func handle(_ text: String, from connection: LiveConnection) {
+        guard let frame = try? JSONDecoder().decode(ClientFrame.self, from: Data(text.utf8)) else {
+            _ = connection.enqueue(
+                Frames.error("malformedJSON", "send {\"type\":\"subscribe\",\"topic\":\"rooms\",\"since\":0}"))
+            return
+        }
+        switch frame.type {
+        case "subscribe", "unsubscribe":
+            guard let name = frame.topic, let topic = Topic(name: name, user: connection.user) else {
+                _ = connection.enqueue(
+                    Frames.error(
+                        "unknownTopic", "topics are rooms, feed and room:<id>", topicName: frame.topic ?? ""))
+                return
+            }
+            if frame.type == "unsubscribe" {
+                hub.unsubscribe(connection, from: topic)
+                return
+            }
+            if case .messages(let room) = topic, !engine.isMember(connection.user, of: room) {
+                _ = connection.enqueue(Frames.error("notFound", "no room \(room.rawValue) among yours", topic: topic))
+                return
+            }
+            guard !connection.topics.contains(topic) else {
+                _ = connection.enqueue(Frames.error("alreadySubscribed", "already subscribed", topic: topic))
+                return
+            }
+            guard connection.add(topic, limit: configuration.maximumSubscriptions) else {
+                _ = connection.enqueue(
+                    Frames.error(
+                        "tooManySubscriptions",
+                        "at most \(configuration.maximumSubscriptions) topics per connection", topic: topic))
+                return
+            }
+            hub.subscribe(connection, to: topic, since: frame.since)
+        case "auth":
+            _ = connection.enqueue(Frames.error("alreadyAuthenticated", "this connection is signed in already"))
+        default:
+            _ = connection.enqueue(
+                Frames.error("unknownType", "frame types are subscribe and unsubscribe (and auth first)"))
+        }
+    }
+}
+
+extension Duration {
+    var nanoseconds: Int64 { components.seconds * 1_000_000_000 + components.attoseconds / 1_000_000_000 }
+}

@@ -1,0 +1,95 @@
+import EventLog
+import Hummingbird
+import HummingbirdWebSocket
+import Logging
+import NIOCore
+import Projections
+import Prometheus
+import ServiceLifecycle
+
+/// Parley as a server: the engine over HTTP/1.1 and WebSocket (DESIGN §5).
+///
+/// ``run(onRunning:)`` serves until SIGTERM or SIGINT, then stops in order: live connections are closed
+/// with 1001 (new ones refused), the HTTP server stops accepting and finishes the requests in flight —
+/// commands included — within ``ServerConfiguration/shutdownGrace``. The caller then closes the engine,
+/// which closes the log cleanly.
+public struct ParleyServer: Sendable {
+    let api: API
+    let configuration: ServerConfiguration
+    let logger: Logger
+
+    /// A server over `engine`, checking tokens with `verifier`.
+    public init(
+        engine: Engine, verifier: TokenVerifier, configuration: ServerConfiguration = .init(),
+        logger: Logger = Logger(label: "parley"), metricsRegistry: PrometheusCollectorRegistry? = nil
+    ) {
+        let metrics = ServerMetrics()
+        let registry = metricsRegistry ?? ParleyMetrics.registry
+        self.api = API(
+            engine: engine,
+            hub: LiveHub(engine: engine, configuration: configuration, metrics: metrics, logger: logger),
+            verifier: verifier, configuration: configuration, metrics: metrics, registry: registry, logger: logger)
+        self.configuration = configuration
+        self.logger = logger
+    }
+
+    /// The application, for tests (HummingbirdTesting) and for embedding in a larger service group. Its
+    /// services include the live fan-out.
+    public func makeApplication(onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in })
+        -> some ApplicationProtocol
+    {
+        makeApplication(services: [LiveService(hub: api.hub, grace: configuration.shutdownGrace)], onServerRunning)
+    }
+
+    private func makeApplication(
+        services: [any Service], _ onServerRunning: @escaping @Sendable (any Channel) async -> Void
+    ) -> some ApplicationProtocol {
+        let (router, _) = api.makeRouter()
+        return Application(
+            router: router,
+            server: .http1WebSocketUpgrade(
+                webSocketRouter: router,
+                configuration: .init(
+                    http1: .init(idleTimeout: .seconds(75)),
+                    ws: .init(
+                        maxFrameSize: configuration.maximumFrameSize, closeTimeout: .seconds(5), validateUTF8: true))),
+            configuration: .init(
+                address: .hostname(configuration.host, port: configuration.port), serverName: "parley"),
+            services: services, onServerRunning: onServerRunning, logger: logger)
+    }
+
+    /// The route table, for the OpenAPI document and tests.
+    var routes: [RouteSpec] { api.makeRouter().1 }
+
+    /// Serves until SIGTERM or SIGINT; `onRunning` gets the port once the server listens.
+    public func run(onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
+        let live = LiveService(hub: api.hub, grace: configuration.shutdownGrace)
+        let app = makeApplication(services: []) { channel in
+            await onRunning(channel.localAddress?.port ?? 0)
+        }
+        // A group stops its services last first: the live channel closes (1001) before the HTTP server
+        // stops accepting and drains the requests in flight.
+        var group = ServiceGroupConfiguration(
+            services: [.init(service: app), .init(service: live)], gracefulShutdownSignals: [.sigterm, .sigint],
+            logger: logger)
+        group.maximumGracefulShutdownDuration = configuration.shutdownGrace * 2
+        try await ServiceGroup(configuration: group).run()
+    }
+}
+
+/// Runs the live fan-out; on a graceful stop, refuses new live connections, closes the open ones with 1001
+/// and waits (bounded) for them to go.
+struct LiveService: Service {
+    let hub: LiveHub
+    let grace: Duration
+
+    func run() async throws {
+        hub.start()
+        try? await gracefulShutdown()
+        hub.stop()
+        let deadline = ContinuousClock.now + grace
+        while hub.connectionCount > 0, ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+    }
+}

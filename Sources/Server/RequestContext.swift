@@ -1,0 +1,152 @@
+import EventLog
+import Hummingbird
+import HummingbirdAuth
+import HummingbirdWebSocket
+import NIOCore
+import Projections
+
+/// The context of one request: who is asking (set by ``AuthenticationMiddleware``), the channel (a live
+/// connection that stops reading is closed through it), and the WebSocket handler when the route upgrades.
+public struct ParleyContext: RequestContext, WebSocketRequestContext, AuthRequestContext {
+    public var coreContext: CoreRequestContextStorage
+    public let webSocket: WebSocketHandlerReference<ParleyContext>
+    /// The verified token's subject; nil on the public routes and before authentication.
+    public var identity: Identity?
+    /// The connection the request came on.
+    public let channel: any Channel
+
+    public init(source: ApplicationRequestContextSource) {
+        self.coreContext = .init(source: source)
+        self.webSocket = .init()
+        self.channel = source.channel
+    }
+
+    /// Bodies over 1 MiB are refused with 413 before they are decoded.
+    public var maxUploadSize: Int { ServerConfiguration.maximumBodySize }
+
+    /// The asking user.
+    /// - Throws: 401 when the request carried no valid token.
+    func user() throws(APIError) -> UserID {
+        guard let identity else { throw .unauthorized }
+        return identity.user
+    }
+
+    /// The asking user, who must be an admin.
+    /// - Throws: 401 without a valid token, 403 without the admin role.
+    func admin() throws(APIError) -> UserID {
+        guard let identity else { throw .unauthorized }
+        guard identity.isAdmin else { throw .forbidden("this route is for admins (a token with parley_role: admin)") }
+        return identity.user
+    }
+}
+
+/// Reads the bearer token of every request but the public routes, answers 401 for a missing or bad one,
+/// then applies the asking user's rate limit. Tokens are never logged.
+struct AuthenticationMiddleware: RouterMiddleware {
+    typealias Context = ParleyContext
+    let verifier: TokenVerifier
+    let limiter: RateLimiter?
+    /// Paths answered without a token.
+    static let publicPaths: Set<String> = ["/healthz", "/readyz", "/metrics", "/v1/openapi.json"]
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response)
+        async throws -> Response
+    {
+        var context = context
+        if let token = request.headers.bearer?.token {
+            guard let identity = await verifier.identity(token: token) else { throw APIError.unauthorized }
+            context.identity = identity
+        } else if request.headers[.authorization] != nil {
+            throw APIError.unauthorized
+        } else if !Self.publicPaths.contains(request.uri.path) && request.uri.path != "/v1/live" {
+            // The live channel may authenticate with its first frame instead (browsers cannot set headers).
+            throw APIError.unauthorized
+        }
+        if let identity = context.identity, let limiter, let wait = limiter.take(identity.user.rawValue) {
+            var error = APIError(
+                .tooManyRequests, "rateLimited",
+                "more than \(limiter.rate.formatted) requests per second from \(identity.user); retry after \(wait) s")
+            error.headers[.retryAfter] = String(wait)
+            throw error
+        }
+        return try await next(request, context)
+    }
+}
+
+/// Turns every error into `{"error":{"code","message"}}`: a route's ``APIError`` as it is, the framework's
+/// own (unknown route 404, body over the limit 413, wrong method 405) with a code, anything else 500 with
+/// nothing of its inside shown.
+struct ErrorMiddleware: RouterMiddleware {
+    typealias Context = ParleyContext
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response)
+        async throws -> Response
+    {
+        do {
+            return try await next(request, context)
+        } catch let error as APIError {
+            return try error.response(from: request, context: context)
+        } catch is NIOTooManyBytesError {
+            return try APIError(
+                .contentTooLarge, "tooLarge",
+                "the body is over the limit of \(ServerConfiguration.maximumBodySize) bytes (1 MiB)"
+            ).response(from: request, context: context)
+        } catch let error as HTTPError {
+            let code: String
+            switch error.status {
+            case .notFound: code = "notFound"
+            case .contentTooLarge: code = "tooLarge"
+            case .methodNotAllowed: code = "methodNotAllowed"
+            case .badRequest: code = "badRequest"
+            default: code = "http\(error.status.code)"
+            }
+            var message = error.body ?? error.status.reasonPhrase
+            if error.status == .contentTooLarge {
+                message = "the body is over the limit of \(ServerConfiguration.maximumBodySize) bytes (1 MiB)"
+            } else if error.status == .notFound && error.body == nil {
+                message = "no route \(request.method) \(request.uri.path)"
+            }
+            var response = try APIError(error.status, code, message).response(from: request, context: context)
+            response.headers.append(contentsOf: error.headers)
+            return response
+        } catch {
+            context.logger.error("request failed", metadata: ["error": "\(error)", "path": "\(request.uri.path)"])
+            return try APIError(.internalServerError, "internal", "the server failed to answer; it was logged")
+                .response(from: request, context: context)
+        }
+    }
+}
+
+/// A token bucket per user: `rate` requests per second on average, bursts of `burst`.
+final class RateLimiter: Sendable {
+    let rate: Double
+    let burst: Double
+    private let buckets = PlainMutex<[String: (tokens: Double, time: ContinuousClock.Instant)]>([:])
+
+    init(rate: Double, burst: Double) {
+        self.rate = rate
+        self.burst = max(burst, 1)
+    }
+
+    /// Takes one token for `user`: nil when allowed, else the whole seconds to wait.
+    func take(_ user: String) -> Int? {
+        let now = ContinuousClock.now
+        return buckets.withLock { buckets in
+            if buckets.count > 100_000 { buckets.removeAll(keepingCapacity: true) }
+            var bucket = buckets[user] ?? (burst, now)
+            let elapsed =
+                Double((now - bucket.time).components.attoseconds) / 1e18
+                + Double((now - bucket.time).components.seconds)
+            bucket.tokens = min(burst, bucket.tokens + elapsed * rate)
+            bucket.time = now
+            defer { buckets[user] = bucket }
+            guard bucket.tokens >= 1 else { return max(1, Int(((1 - bucket.tokens) / rate).rounded(.up))) }
+            bucket.tokens -= 1
+            return nil
+        }
+    }
+}
+
+extension Double {
+    var formatted: String { self == rounded() ? String(Int(self)) : String(self) }
+}

@@ -1,0 +1,113 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Projections
+
+/// One route as the API documents it: the same table registers the routes and writes the OpenAPI
+/// document, so the two cannot drift apart.
+struct RouteSpec: Sendable {
+    /// Who may call it.
+    enum Access: String, Sendable {
+        /// No token.
+        case open
+        /// Any signed-in user (acting as the token's subject).
+        case user
+        /// A token with `parley_role: admin`.
+        case admin
+    }
+
+    var method: HTTPRequest.Method
+    /// The path in the router's syntax: `/v1/rooms/:room`.
+    var path: String
+    /// The OpenAPI operation id.
+    var operation: String
+    var summary: String
+    var access: Access
+    /// The schema name of the JSON body, if any.
+    var body: String?
+    /// The success status.
+    var status: Int
+    /// The schema name of the success body.
+    var response: String
+    /// Query parameters: name and whether it is an integer.
+    var query: [(name: String, integer: Bool)] = []
+    /// Whether the command takes an `Idempotency-Key` header.
+    var idempotent = false
+
+    /// The path in OpenAPI's syntax: `/v1/rooms/{room}`.
+    var openAPIPath: String {
+        path.split(separator: "/", omittingEmptySubsequences: false).map { part in
+            part.hasPrefix(":") ? "{\(part.dropFirst())}" : String(part)
+        }.joined(separator: "/")
+    }
+
+    var pathParameters: [String] {
+        path.split(separator: "/").filter { $0.hasPrefix(":") }.map { String($0.dropFirst()) }
+    }
+}
+
+/// The routes registered so far, in order.
+final class RouteTable: @unchecked Sendable {
+    // Filled while the router is built, on one task, then only read.
+    private(set) var specs: [RouteSpec] = []
+    let router: Router<ParleyContext>
+
+    init(router: Router<ParleyContext>) { self.router = router }
+
+    /// Documents a route registered another way (the WebSocket upgrade).
+    func document(_ spec: RouteSpec) { specs.append(spec) }
+
+    func add(_ spec: RouteSpec, _ handler: @escaping @Sendable (Request, ParleyContext) async throws -> Response) {
+        specs.append(spec)
+        router.on(RouterPath(spec.path), method: spec.method, use: handler)
+    }
+}
+
+extension Parameters {
+    /// A path parameter, percent-decoded.
+    func id(_ name: String) throws -> String {
+        let raw = try require(name)
+        return raw.removingPercentEncoding ?? raw
+    }
+}
+
+extension Request {
+    /// A query parameter, or nil.
+    func query(_ name: String) -> String? {
+        uri.queryParameters.get(name).map { String($0) }
+    }
+
+    /// An integer query parameter within `range`, or nil when absent.
+    /// - Throws: 400 `invalidParameter` naming it.
+    func query(_ name: String, in range: ClosedRange<Int64>) throws(APIError) -> Int64? {
+        guard let text = query(name) else { return nil }
+        guard let value = Int64(text), range.contains(value) else {
+            throw .badRequest(
+                "invalidParameter", "\(name) must be an integer from \(range.lowerBound) to \(range.upperBound)")
+        }
+        return value
+    }
+
+    /// A time query parameter (ISO 8601 UTC), or nil when absent.
+    /// - Throws: 400 `invalidTime` naming it.
+    func queryTime(_ name: String) throws(APIError) -> Int64? {
+        guard let text = query(name) else { return nil }
+        return try Times.parse(text, field: name)
+    }
+}
+
+enum Times {
+    /// `text` as milliseconds since the epoch.
+    /// - Throws: 400 `invalidTime` naming the field.
+    static func parse(_ text: String, field: String) throws(APIError) -> Int64 {
+        guard let time = Timestamp.parse(text) else {
+            throw .badRequest("invalidTime", "\(field) is not an ISO 8601 UTC time like 2026-11-20T09:30:00.000Z")
+        }
+        return time
+    }
+
+    static func parse(optional text: String?, field: String) throws(APIError) -> Int64? {
+        guard let text else { return nil }
+        return try parse(text, field: field)
+    }
+}

@@ -1,0 +1,468 @@
+import EventLog
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import Projections
+
+// The request bodies of the commands. Ids are strings; times ISO 8601 UTC.
+
+struct SignUpBody: Decodable {
+    var method: RegistrationMethod
+    var phone: String?
+    var email: String?
+    var name: String?
+}
+
+struct ProfileBody: Decodable {
+    var name: String?
+    var nickname: String?
+    var photoURL: String?
+    var about: String?
+    var location: Location?
+    var interests: [String]?
+    var dogs: [Dog]?
+}
+
+struct FriendRequestBody: Decodable { var to: String }
+
+struct GroupBody: Decodable {
+    var room: String?
+    var name: String
+    var members: [String]
+}
+
+struct MessageBody: Decodable {
+    var id: String?
+    var kind: MessageKind?
+    var body: String?
+    var media: Media?
+    var replyTo: String?
+    /// Direct messages only: the id of the room the first message creates.
+    var room: String?
+}
+
+struct EditBody: Decodable { var body: String }
+struct ReadBody: Decodable { var upTo: String? }
+
+struct ActivityBody: Decodable {
+    var id: String?
+    var kind: ActivityKind
+    var title: String
+    var description: String?
+    var startsAt: String
+    var endsAt: String?
+    var place: String?
+    var room: String?
+}
+
+struct ActivityPatchBody: Decodable {
+    var title: String?
+    var description: String?
+    var startsAt: String?
+    var endsAt: String?
+    var place: String?
+}
+
+struct GuestsBody: Decodable { var guests: [String] }
+struct RSVPBody: Decodable { var answer: RSVPAnswer }
+
+struct FeelingBody: Decodable {
+    var feeling: String
+    var name: String
+    var emoji: String
+}
+
+struct GratitudeBody: Decodable {
+    var id: String?
+    var recipient: String
+    var body: String
+    var feeling: String
+}
+
+/// What a command answers.
+enum Answers {
+    static func position(_ position: Position) -> String { "{\"position\":\(position.rawValue)}" }
+
+    static func sent(_ sent: SentMessage) -> String {
+        "{\"createdRoom\":\(sent.createdRoom),\"message\":\(JSONText.quote(sent.message.rawValue)),"
+            + "\"position\":\(sent.position.rawValue),\"room\":\(JSONText.quote(sent.room.rawValue))}"
+    }
+
+    static func id(_ name: String, _ value: String, position: Position) -> String {
+        "{\"\(name)\":\(JSONText.quote(value)),\"position\":\(position.rawValue)}"
+    }
+}
+
+extension API {
+    /// Runs a command for the token's subject: reads the body (413 over 1 MiB), answers a retried
+    /// `Idempotency-Key` with the first answer, maps a broken rule to its status and code.
+    func command(
+        _ request: Request, _ context: ParleyContext, status: HTTPResponse.Status = .ok,
+        _ run: @escaping @Sendable (UserID, ByteBuffer) async throws -> String
+    ) async throws -> Response {
+        let user = try context.user()
+        guard !hub.isStopping else { throw APIError.stopping }
+        let body = try await request.body.collect(upTo: ServerConfiguration.maximumBodySize)
+        let attempt: @Sendable () async -> IdempotencyCache.Answer = {
+            do {
+                let json = try await run(user, body)
+                metrics.commands.increment()
+                return .init(status: status, body: json)
+            } catch let error as APIError {
+                return .init(status: error.status, body: error.body)
+            } catch let error as ValidationError {
+                metrics.refusedCommands.increment()
+                let mapped = APIError(error)
+                return .init(status: mapped.status, body: mapped.body)
+            } catch {
+                return .init(
+                    status: .internalServerError, body: APIError(.internalServerError, "internal", "\(error)").body)
+            }
+        }
+        let answer: IdempotencyCache.Answer
+        if let key = request.headers[.idempotencyKey] {
+            guard !key.isEmpty, key.utf8.count <= 255 else {
+                throw APIError.badRequest("invalidIdempotencyKey", "Idempotency-Key must be 1–255 characters")
+            }
+            var hasher = Hasher()
+            hasher.combine(request.method.rawValue)
+            hasher.combine(request.uri.path)
+            hasher.combine(body.readableBytesView.count)
+            for byte in body.readableBytesView { hasher.combine(byte) }
+            answer = try await idempotency.answer(
+                user: user.rawValue, key: key, fingerprint: hasher.finalize(), run: attempt)
+        } else {
+            answer = await attempt()
+        }
+        return JSONBody.response(answer.body, status: answer.status)
+    }
+
+    func registerCommands(_ t: RouteTable) {
+        t.add(
+            RouteSpec(
+                method: .post, path: "/v1/users", operation: "signUp",
+                summary: "Sign up: registers the token's subject as a user.", access: .user, body: "SignUpBody",
+                status: 201, response: "UserCreated", idempotent: true)
+        ) { request, context in
+            try await command(request, context, status: .created) { user, body in
+                let b = try JSONBody.decode(SignUpBody.self, from: body)
+                let position = try await engine.register(
+                    user, method: b.method, phone: b.phone, email: b.email, name: b.name)
+                return Answers.id("user", user.rawValue, position: position)
+            }
+        }
+        t.add(
+            RouteSpec(
+                method: .patch, path: "/v1/me/profile", operation: "updateProfile",
+                summary: "Change one's profile: present fields are set, absent ones kept.", access: .user,
+                body: "ProfileBody", status: 200, response: "PositionResult", idempotent: true)
+        ) { request, context in
+            try await command(request, context) { user, body in
+                let b = try JSONBody.decode(ProfileBody.self, from: body)
+                return Answers.position(
+                    try await engine.updateProfile(
+                        ProfileUpdated(
+                            user: user, name: b.name, nickname: b.nickname, photoURL: b.photoURL, about: b.about,
+                            location: b.location, interests: b.interests, dogs: b.dogs)))
+            }
+        }
+        registerGraphCommands(t)
+        registerRoomCommands(t)
+        registerActivityCommands(t)
+        registerGratitudeCommands(t)
+    }
+
+    private func registerGraphCommands(_ t: RouteTable) {
+        t.add(
+            RouteSpec(
+                method: .post, path: "/v1/friend-requests", operation: "requestFriend",
+                summary: "Ask someone to be a friend.", access: .user, body: "FriendRequestBody", status: 201,
+                response: "PositionResult", idempotent: true)
+        ) { request, context in
+            try await command(request, context, status: .created) { user, body in
+                let b = try JSONBody.decode(FriendRequestBody.self, from: body)
+                return Answers.position(try await engine.requestFriend(from: user, to: UserID(b.to)))
+            }
+        }
+        let answers: [(String, String, String)] = [
+            ("accept", "acceptFriendRequest", "Accept the pending request from {user}."),
+            ("decline", "declineFriendRequest", "Decline the pending request from {user}."),
+        ]
+        for (verb, operation, summary) in answers {
+            t.add(
+                RouteSpec(
+                    method: .post, path: "/v1/friend-requests/:user/\(verb)", operation: operation, summary: summary,
+                    access: .user, status: 200, response: "PositionResult", idempotent: true)
+            ) { request, context in
+                let from = UserID(try context.parameters.id("user"))
+                return try await command(request, context) { user, _ in
+                    Answers.position(
+                        verb == "accept"
+                            ? try await engine.acceptFriend(user, from: from)
+                            : try await engine.declineFriend(user, from: from))
+                }
+            }
+        }
+        t.add(
+            RouteSpec(
+                method: .delete, path: "/v1/friend-requests/:user", operation: "cancelFriendRequest",
+                summary: "Take back one's pending request to {user}.", access: .user, status: 200,
+                response: "PositionResult", idempotent: true)
+        ) { request, context in
+            let to = UserID(try context.parameters.id("user"))
+            return try await command(request, context) { user, _ in
+                Answers.position(try await engine.cancelFriendRequest(from: user, to: to))
+            }
+        }
+        t.add(
+            RouteSpec(
+                method: .delete, path: "/v1/friends/:friend", operation: "unfriend", summary: "End a friendship.",
+                access: .user, status: 200, response: "PositionResult", idempotent: true)
+        ) { request, context in
+            let friend = UserID(try context.parameters.id("friend"))
+            return try await command(request, context) { user, _ in
+                Answers.position(try await engine.unfriend(user, friend))
+            }
+        }
+        t.add(
+            RouteSpec(
+                method: .put, path: "/v1/blocks/:user", operation: "block",
+                summary: "Block a user (ends any friendship and pending request).", access: .user, status: 200,
+                response: "PositionResult", idempotent: true)
+        ) { request, context in
+            let other = UserID(try context.parameters.id("user"))
+            return try await command(request, context) { user, _ in
+                Answers.position(try await engine.block(user, other))
+            }
+        }
+        t.add(
+            RouteSpec(
+                method: .delete, path: "/v1/blocks/:user", operation: "unblock", summary: "Unblock a user.",
+                access: .user, status: 200, response: "PositionResult", idempotent: true)
+        ) { request, context in
+            let other = UserID(try context.parameters.id("user"))
+            return try await command(request, context) { user, _ in
+                Answers.position(try await engine.unblock(user, other))
+            }
+        }
+    }
+
+    private func registerRoomCommands(_ t: RouteTable) {
+        t.add(
+            RouteSpec(
+                method: .post, path: "/v1/rooms", operation: "createGroup",
+                summary: "Create a group room; the caller is a member.", access: .user, body: "GroupBody",
+                status: 201, response: "RoomCreatedResult", idempotent: true)
+        ) { request, context in
+            try await command(request, context, status: .created) { user, body in
+                let b = try JSONBody.decode(GroupBody.self, from: body)
+                let room = try await engine.createGroup(
+                    b.room.map(RoomID.init), by: user, name: b.name, members: b.members.map(UserID.init))
+                return "{\"room\":\(JSONText.quote(room.rawValue))}"
+            }
+        }
+        t.add(
+            RouteSpec(
+                method: .put, path: "/v1/rooms/:room/members/me", operation: "joinRoom", summary: "Join a group room.",
+                access: .user, status: 200, response: "PositionResult", idempotent: true)
+        ) { request, context in
+            let room = RoomID(try context.parameters.id("room"))
+            return try await command(request, context) { user, _ in
+                Answers.position(try await engine.join(room, user: user))
+            }
+        }
+        t.add(
+            RouteSpec(
+                method: .delete, path: "/v1/rooms/:room/members/me", operation: "leaveRoom",
+                summary: "Leave a group room.", access: .user, status: 200, response: "PositionResult",
+                idempotent: true)
+        ) { request, context in
+            let room = RoomID(try context.parameters.id("room"))
+            return try await command(request, context) { user, _ in
+                Answers.position(try await engine.leave(room, user: user))
+            }
+        }
+        t.add(
+            RouteSpec(
+                method: .post, path: "/v1/rooms/:room/messages", operation: "sendMessage",
+                summary:
+                    "Send a message in a room one is a member of. A retry with the same id answers the first send.",
+                access: .user, body: "MessageBody", status: 201, response: "MessageSentResult", idempotent: true)
+        ) { request, context in
+            let room = RoomID(try context.parameters.id("room"))
+            return try await command(request, context, status: .created) { user, body in
+                let b = try JSONBody.decode(MessageBody.self, from: body)
+                return Answers.sent(
+                    try await engine.sendMessage(
+                        in: room, from: user, kind: b.kind ?? .text, body: b.body, media: b.media,
+                        replyTo: b.replyTo.map(MessageID.init), message: b.id.map(MessageID.init)))
+            }
+        }
+        t.add(
+            RouteSpec(
+                method: .post, path: "/v1/users/:user/messages", operation: "sendDirectMessage",
+                summary: "Send a direct message; the first one between two users creates their room.",
+                access: .user, body: "MessageBody", status: 201, response: "MessageSentResult", idempotent: true)
+        ) { request, context in
+            let recipient = UserID(try context.parameters.id("user"))
+            return try await command(request, context, status: .created) { user, body in
+                let b = try JSONBody.decode(MessageBody.self, from: body)
+                return Answers.sent(
+                    try await engine.sendMessage(
+                        from: user, to: recipient, kind: b.kind ?? .text, body: b.body, media: b.media,
+                        message: b.id.map(MessageID.init), room: b.room.map(RoomID.init)))
+            }
+        }
+        t.add(
+            RouteSpec(
+                method: .patch, path: "/v1/rooms/:room/messages/:message", operation: "editMessage",
+                summary: "Change the body of one's message.", access: .user, body: "EditBody", status: 200,
+                response: "PositionResult", idempotent: true)
+        ) { request, context in
+            let room = RoomID(try context.parameters.id("room"))
+            let message = MessageID(try context.parameters.id("message"))
+            return try await command(request, context) { user, body in
+                let b = try JSONBody.decode(EditBody.self, from: body)
+                return Answers.position(try await engine.editMessage(message, in: room, by: user, body: b.body))
+            }
+        }
+        t.add(
+            RouteSpec(
+                method: .delete, path: "/v1/rooms/:room/messages/:message", operation: "deleteMessage",
+                summary: "Delete one's message (it keeps its place).", access: .user, status: 200,
+                response: "PositionResult", idempotent: true)
+        ) { request, context in
+            let room = RoomID(try context.parameters.id("room"))
+            let message = MessageID(try context.parameters.id("message"))
+            return try await command(request, context) { user, _ in
+                Answers.position(try await engine.deleteMessage(message, in: room, by: user))
+            }
+        }
+        t.add(
+            RouteSpec(
+                method: .post, path: "/v1/rooms/:room/read", operation: "markRead",
+                summary: "Move one's read marker to a message (default: the newest).", access: .user,
+                body: "ReadBody", status: 200, response: "PositionResult", idempotent: true)
+        ) { request, context in
+            let room = RoomID(try context.parameters.id("room"))
+            return try await command(request, context) { user, body in
+                let upTo =
+                    body.readableBytes == 0 ? nil : try JSONBody.decode(ReadBody.self, from: body).upTo
+                return Answers.position(try await engine.markRead(room, user: user, upTo: upTo.map(MessageID.init)))
+            }
+        }
+    }
+
+    private func registerActivityCommands(_ t: RouteTable) {
+        t.add(
+            RouteSpec(
+                method: .post, path: "/v1/activities", operation: "hostActivity",
+                summary: "Host an activity; its chat room is created with it.", access: .user, body: "ActivityBody",
+                status: 201, response: "ActivityCreatedResult", idempotent: true)
+        ) { request, context in
+            try await command(request, context, status: .created) { user, body in
+                let b = try JSONBody.decode(ActivityBody.self, from: body)
+                let startsAt = try Times.parse(b.startsAt, field: "startsAt")
+                let endsAt = try Times.parse(optional: b.endsAt, field: "endsAt")
+                let id = try await engine.hostActivity(
+                    b.id.map(ActivityID.init), host: user, kind: b.kind, title: b.title, description: b.description,
+                    startsAt: startsAt, endsAt: endsAt, place: b.place, room: b.room.map(RoomID.init))
+                return "{\"activity\":\(JSONText.quote(id.rawValue))}"
+            }
+        }
+        t.add(
+            RouteSpec(
+                method: .patch, path: "/v1/activities/:activity", operation: "updateActivity",
+                summary: "The host changes an activity (present fields are set).", access: .user,
+                body: "ActivityPatchBody", status: 200, response: "PositionResult", idempotent: true)
+        ) { request, context in
+            let activity = ActivityID(try context.parameters.id("activity"))
+            return try await command(request, context) { user, body in
+                let b = try JSONBody.decode(ActivityPatchBody.self, from: body)
+                let patch = ActivityUpdated(
+                    activity: activity, title: b.title, description: b.description,
+                    startsAt: try Times.parse(optional: b.startsAt, field: "startsAt"),
+                    endsAt: try Times.parse(optional: b.endsAt, field: "endsAt"), place: b.place)
+                return Answers.position(try await engine.updateActivity(patch, by: user))
+            }
+        }
+        t.add(
+            RouteSpec(
+                method: .post, path: "/v1/activities/:activity/cancel", operation: "cancelActivity",
+                summary: "The host calls an activity off.", access: .user, status: 200, response: "PositionResult",
+                idempotent: true)
+        ) { request, context in
+            let activity = ActivityID(try context.parameters.id("activity"))
+            return try await command(request, context) { user, _ in
+                Answers.position(try await engine.cancelActivity(activity, by: user))
+            }
+        }
+        t.add(
+            RouteSpec(
+                method: .post, path: "/v1/activities/:activity/guests", operation: "inviteGuests",
+                summary: "The host invites friends or connections.", access: .user, body: "GuestsBody", status: 200,
+                response: "PositionResult", idempotent: true)
+        ) { request, context in
+            let activity = ActivityID(try context.parameters.id("activity"))
+            return try await command(request, context) { user, body in
+                let b = try JSONBody.decode(GuestsBody.self, from: body)
+                return Answers.position(try await engine.invite(b.guests.map(UserID.init), to: activity, by: user))
+            }
+        }
+        t.add(
+            RouteSpec(
+                method: .delete, path: "/v1/activities/:activity/guests/:guest", operation: "revokeInvitation",
+                summary: "The host takes an invitation back.", access: .user, status: 200, response: "PositionResult",
+                idempotent: true)
+        ) { request, context in
+            let activity = ActivityID(try context.parameters.id("activity"))
+            let guest = UserID(try context.parameters.id("guest"))
+            return try await command(request, context) { user, _ in
+                Answers.position(try await engine.revokeInvitation(guest, from: activity, by: user))
+            }
+        }
+        t.add(
+            RouteSpec(
+                method: .put, path: "/v1/activities/:activity/rsvp", operation: "rsvp",
+                summary: "Answer an invitation: going, maybe or declined.", access: .user, body: "RSVPBody",
+                status: 200, response: "PositionResult", idempotent: true)
+        ) { request, context in
+            let activity = ActivityID(try context.parameters.id("activity"))
+            return try await command(request, context) { user, body in
+                let b = try JSONBody.decode(RSVPBody.self, from: body)
+                return Answers.position(try await engine.rsvp(activity, user: user, answer: b.answer))
+            }
+        }
+    }
+
+    private func registerGratitudeCommands(_ t: RouteTable) {
+        t.add(
+            RouteSpec(
+                method: .post, path: "/v1/admin/feelings", operation: "defineFeeling",
+                summary: "Define a feeling gratitude can be tagged with (admin).", access: .admin, body: "FeelingBody",
+                status: 201, response: "PositionResult", idempotent: true)
+        ) { request, context in
+            _ = try context.admin()
+            return try await command(request, context, status: .created) { _, body in
+                let b = try JSONBody.decode(FeelingBody.self, from: body)
+                return Answers.position(
+                    try await engine.defineFeeling(FeelingID(b.feeling), name: b.name, emoji: b.emoji))
+            }
+        }
+        t.add(
+            RouteSpec(
+                method: .post, path: "/v1/gratitude", operation: "tagGratitude",
+                summary: "Thank someone, tagged with a feeling.", access: .user, body: "GratitudeBody", status: 201,
+                response: "GratitudeCreatedResult", idempotent: true)
+        ) { request, context in
+            try await command(request, context, status: .created) { user, body in
+                let b = try JSONBody.decode(GratitudeBody.self, from: body)
+                let id = try await engine.tagGratitude(
+                    b.id.map(GratitudeID.init), author: user, recipient: b.recipient, body: b.body,
+                    feeling: FeelingID(b.feeling))
+                return "{\"gratitude\":\(JSONText.quote(id.rawValue))}"
+            }
+        }
+    }
+}

@@ -1,0 +1,29 @@
+/// What `parley serve` is told: where to listen and its limits.
+public struct ServerConfiguration: Sendable {
+    /// The largest request body accepted (413 above it).
+    public static let maximumBodySize = 1 << 20
+
+    /// The address to listen on.
+    public var host = "127.0.0.1"
+    /// The port (0: any free port).
+    public var port = 8080
+    /// Requests per second allowed per user on average (0: no limit).
+    public var requestsPerSecond: Double = 100
+    /// Requests a user may make at once above the average.
+    public var burst: Double = 200
+    /// The largest frame a live client may send.
+    public var maximumFrameSize = 64 << 10
+    /// Topics one live connection may subscribe to.
+    public var maximumSubscriptions = 64
+    /// Bytes of changes queued for one live connection before it is closed as too slow.
+    public var maximumQueuedBytes = 4 << 20
+    /// Events a `since` catch-up reads at most; a client further behind gets the current view again.
+    public var catchUpLimit: UInt64 = 100_000
+    /// How long a stop waits for in-flight requests and live connections.
+    public var shutdownGrace: Duration = .seconds(10)
+    /// How long a live client has to send its `auth` frame when it connected without a token.
+    public var authenticationTimeout: Duration = .seconds(10)
+
+    /// The defaults: 127.0.0.1:8080, 100 requests/s per user (bursts of 200).
+    public init() {}
+}
