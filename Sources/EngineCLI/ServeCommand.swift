@@ -13,7 +13,7 @@ struct ServeCommand: AsyncParsableCommand {
             Every request but /healthz, /readyz, /metrics and /v1/openapi.json carries a bearer JWT whose `sub` \
             is the user id (HS256 with --secret-file, or ES256/RS256 with --jwks-file). SIGTERM or SIGINT \
             stops it cleanly: live connections are closed (1001), requests in flight finish, the log is closed.
-            With --dev and no key, a secret is made in the data directory and ready tokens are printed.
+            With --dev and no key, a secret is made beside the data directory (DIR.dev-secret) and ready tokens are printed.
             """)
 
     @OptionGroup var global: GlobalOptions
@@ -75,12 +75,13 @@ struct ServeCommand: AsyncParsableCommand {
         Output.error("parley: stopped; the log is closed cleanly at position \(engine.position.rawValue)")
     }
 
-    /// The development secret in the data directory, made (0600) when missing.
+    /// The development secret beside the data directory (`DIR.dev-secret`; the directory holds only the
+    /// log), made (0600) when missing.
     static func devSecret(in directory: String) throws -> String {
-        let path = (directory as NSString).appendingPathComponent("dev-secret")
+        var trimmed = directory
+        while trimmed.count > 1 && trimmed.hasSuffix("/") { trimmed.removeLast() }
+        let path = trimmed + ".dev-secret"
         if FileManager.default.fileExists(atPath: path) { return path }
-        try FileManager.default.createDirectory(
-            atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         var bytes = [UInt8](repeating: 0, count: 48)
         for index in bytes.indices { bytes[index] = UInt8.random(in: 0...255) }
         guard
@@ -121,6 +122,7 @@ struct ServeCommand: AsyncParsableCommand {
 
             The API: \(base)/v1/openapi.json
             """)
+        fflush(nil)  // every stream: stdout may be a file or pipe, fully buffered
     }
 }
 

@@ -64,10 +64,17 @@ public struct APIError: Error, HTTPResponseError, Sendable {
 
 /// JSON in and out: sorted keys, ISO 8601 times (the views encode their own), bodies as UTF-8.
 enum JSONBody {
-    static func encode(_ value: some Encodable) throws -> String {
+    // One of each, shared: their options never change after this, and making one per request costs more
+    // than decoding a small body.
+    private static let encoder = {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return String(decoding: try encoder.encode(value), as: UTF8.self)
+        return encoder
+    }()
+    private static let decoder = JSONDecoder()
+
+    static func encode(_ value: some Encodable) throws -> String {
+        String(decoding: try encoder.encode(value), as: UTF8.self)
     }
 
     static func response(_ json: String, status: HTTPResponse.Status = .ok) -> Response {
@@ -86,7 +93,7 @@ enum JSONBody {
             throw .badRequest("malformedJSON", "the request needs a JSON object body")
         }
         do {
-            return try JSONDecoder().decode(T.self, from: Data(buffer.readableBytesView))
+            return try decoder.decode(T.self, from: Data(buffer.readableBytesView))
         } catch let error as DecodingError {
             throw .badRequest(
                 error.isSyntax ? "malformedJSON" : "invalidField", JSONText.describe(error))

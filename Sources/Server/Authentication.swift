@@ -1,3 +1,4 @@
+import EventLog
 import Foundation
 import JWTKit
 import Projections
@@ -56,6 +57,11 @@ public struct KeyFileError: Error, CustomStringConvertible {
 /// subject — is the same `nil`: the caller answers 401 and says nothing more.
 public struct TokenVerifier: Sendable {
     let keys: JWTKeyCollection
+    /// Tokens verified already, until they expire: an app sends the same token on every request, and checking
+    /// its signature and claims again costs more than the rest of a small request.
+    let verified = VerifiedTokens()
+
+    init(keys: JWTKeyCollection) { self.keys = keys }
 
     /// The smallest HS256 secret accepted, in bytes (the digest's size, as RFC 7518 §3.2 asks).
     public static let minimumSecretLength = 32
@@ -112,11 +118,14 @@ public struct TokenVerifier: Sendable {
 
     /// Who `token` names, or nil when it is not a valid, unexpired token with a subject.
     public func identity(token: String) async -> Identity? {
+        if let known = verified.identity(token) { return known }
         guard token.utf8.count <= 16 << 10,
             let claims = try? await keys.verify(token, as: AccessClaims.self),
             !claims.sub.value.isEmpty
         else { return nil }
-        return Identity(user: UserID(claims.sub.value), isAdmin: claims.role == "admin")
+        let identity = Identity(user: UserID(claims.sub.value), isAdmin: claims.role == "admin")
+        verified.insert(token, identity, expires: claims.exp.value)
+        return identity
     }
 }
 
@@ -146,5 +155,31 @@ public enum TokenIssuer {
                     + "\(TokenVerifier.minimumSecretLength)")
         }
         return try await token(user: user, admin: admin, ttl: ttl, secret: secret)
+    }
+}
+
+/// A bounded map of verified tokens to who they name, each until its `exp`.
+final class VerifiedTokens: Sendable {
+    static let capacity = 50_000
+    private let entries = PlainMutex<[String: (identity: Identity, expires: Date)]>([:])
+
+    func identity(_ token: String) -> Identity? {
+        let now = Date()
+        return entries.withLock { entries in
+            guard let entry = entries[token] else { return nil }
+            guard entry.expires > now else {
+                entries[token] = nil
+                return nil
+            }
+            return entry.identity
+        }
+    }
+
+    func insert(_ token: String, _ identity: Identity, expires: Date) {
+        entries.withLock { entries in
+            // Full: start again rather than track ages; the cost is one signature check per active token.
+            if entries.count >= Self.capacity { entries.removeAll(keepingCapacity: true) }
+            entries[token] = (identity, expires)
+        }
     }
 }

@@ -266,11 +266,18 @@ final class LiveHub: Sendable {
                 return s.requests
             }
             for request in requests { catchUp(request) }
-            let from = state.withLock { $0.position }
             let head = engine.position.rawValue
+            let (from, idle) = state.withLock { s in
+                (s.position, s.requests.isEmpty && s.subscribers.values.allSatisfy(\.isEmpty))
+            }
             guard head > from else {
                 if requests.isEmpty { return }
                 continue
+            }
+            if idle {
+                // No one listens: nothing to build. A later subscriber starts from here.
+                state.withLock { $0.position = head }
+                return
             }
             let records: [Record]
             do {

@@ -89,8 +89,11 @@ enum Answers {
             + "\"position\":\(sent.position.rawValue),\"room\":\(JSONText.quote(sent.room.rawValue))}"
     }
 
+    /// `{"position":…,"user":…}`, keys sorted as every answer's are.
     static func id(_ name: String, _ value: String, position: Position) -> String {
-        "{\"\(name)\":\(JSONText.quote(value)),\"position\":\(position.rawValue)}"
+        let pair = "\"\(name)\":\(JSONText.quote(value))"
+        let at = "\"position\":\(position.rawValue)"
+        return name < "position" ? "{\(pair),\(at)}" : "{\(at),\(pair)}"
     }
 }
 

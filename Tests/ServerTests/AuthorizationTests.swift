@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import JWTKit
 import Projections
 import Testing
 
@@ -138,5 +139,44 @@ import Testing
             #expect(harness.engine.profile(UserID("alice"))?.name == "Alice")
             #expect(harness.engine.profile(UserID("bob"))?.name == "Bobby")
         }
+    }
+}
+
+/// Tokens from an identity provider that signs with ES256, checked against its JWKS file.
+@Suite struct JWKSTests {
+    @Test func es256TokensVerifyAgainstAJWKSFile() async throws {
+        let key = ES256PrivateKey()
+        let parameters = try #require(key.publicKey.parameters)
+        let jwks =
+            #"{"keys":[{"kty":"EC","crv":"P-256","kid":"k1","alg":"ES256","use":"sig","x":"\#(parameters.x)","y":"\#(parameters.y)"}]}"#
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("jwks-\(UUID()).json").path
+        try jwks.write(toFile: path, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let verifier = try await TokenVerifier.jwks(file: path)
+
+        let signer = JWTKeyCollection()
+        await signer.add(ecdsa: key, kid: "k1")
+        let signed = try await signer.sign(
+            AccessClaims(user: "alice", expires: Date().addingTimeInterval(60)), kid: "k1")
+        #expect(await verifier.identity(token: signed) == Identity(user: UserID("alice"), isAdmin: false))
+
+        // Another key, an HS256 token, and an expired one are refused.
+        let stranger = JWTKeyCollection()
+        await stranger.add(ecdsa: ES256PrivateKey(), kid: "k1")
+        let forged = try await stranger.sign(
+            AccessClaims(user: "alice", expires: Date().addingTimeInterval(60)), kid: "k1")
+        #expect(await verifier.identity(token: forged) == nil)
+        #expect(await verifier.identity(token: try await token("alice")) == nil)
+        let expired = try await signer.sign(
+            AccessClaims(user: "alice", expires: Date().addingTimeInterval(-60)), kid: "k1")
+        #expect(await verifier.identity(token: expired) == nil)
+
+        // A file that is no JWKS is a clear error naming it.
+        try "not json".write(toFile: path, atomically: true, encoding: .utf8)
+        await #expect(throws: KeyFileError.self) { try await TokenVerifier.jwks(file: path) }
+    }
+
+    @Test func shortSecretsAreRefused() async throws {
+        await #expect(throws: KeyFileError.self) { try await TokenVerifier.hmac(secret: "short") }
     }
 }

@@ -44,7 +44,8 @@ import Testing
 
     @Test func rateLimitAnswers429WithRetryAfter() async throws {
         let harness = try await Harness {
-            $0.requestsPerSecond = 1
+            // One request per 100 s on average, bursts of 3: however slow the machine, the fourth is refused.
+            $0.requestsPerSecond = 0.01
             $0.burst = 3
         }
         try await seedWorld(harness.engine)
@@ -61,7 +62,7 @@ import Testing
             }
             #expect(statuses.prefix(3).allSatisfy { $0 == 200 }, "\(statuses)")
             #expect(statuses.suffix(2).allSatisfy { $0 == 429 }, "\(statuses)")
-            #expect(retryAfter == "1")
+            #expect(retryAfter.flatMap(Int.init).map { $0 >= 1 && $0 <= 100 } == true, "\(retryAfter ?? "none")")
             // Another user has a bucket of their own.
             #expect(try await client.call(.get, "/v1/me/rooms", as: "bob").status == 200)
         }

@@ -24,7 +24,7 @@ import Testing
         try await expectAnswers([
             (
                 .post, "/v1/users", "dave", #"{"method":"phone","phone":"+447700900123","name":"Dave"}"#, 201,
-                #"{"user":"dave","position":10}"#
+                #"{"position":10,"user":"dave"}"#
             ),
             (
                 .patch, "/v1/me/profile", "dave",

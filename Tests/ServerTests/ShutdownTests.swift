@@ -1,0 +1,157 @@
+import EventLog
+import Foundation
+import HTTPTypes
+import HummingbirdTesting
+import NIOCore
+import ParleyTestSupport
+import Projections
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A `parley serve` child on 127.0.0.1, any free port, over a temporary data directory.
+final class ServeProcess: @unchecked Sendable {
+    let process = Process()
+    let directory: URL
+    let errorPath: String
+    let port: Int
+
+    init() async throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("parley-serve-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let secretFile = directory.appendingPathComponent("secret").path
+        try testSecret.write(toFile: secretFile, atomically: true, encoding: .utf8)
+        errorPath = directory.appendingPathComponent("stderr").path
+        _ = FileManager.default.createFile(atPath: errorPath, contents: nil)
+        process.executableURL = try parleyExecutable()
+        process.arguments = [
+            "serve", "--data", directory.appendingPathComponent("data").path, "--host", "127.0.0.1", "--port", "0",
+            "--secret-file", secretFile, "--rate-limit", "0",
+        ]
+        process.standardError = FileHandle(forWritingAtPath: errorPath)
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        // The child says its port on stderr once it listens.
+        let deadline = ContinuousClock.now + .seconds(30)
+        var found: Int?
+        while found == nil, ContinuousClock.now < deadline, process.isRunning {
+            let text = (try? String(contentsOfFile: errorPath, encoding: .utf8)) ?? ""
+            if let range = text.range(of: #"serving http://127\.0\.0\.1:(\d+)"#, options: .regularExpression) {
+                found = Int(text[range].split(separator: ":").last!)
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        guard let found else {
+            process.terminate()
+            let output = (try? String(contentsOfFile: errorPath, encoding: .utf8)) ?? ""
+            throw CLIFailure(message: "parley serve did not start: \(output)")
+        }
+        port = found
+    }
+
+    var errorOutput: String { (try? String(contentsOfFile: errorPath, encoding: .utf8)) ?? "" }
+    var dataPath: String { directory.appendingPathComponent("data").path }
+
+    /// Waits (bounded) for the child to exit; its status, or nil when it did not.
+    func waitForExit(within limit: Duration) async throws -> Int32? {
+        let deadline = ContinuousClock.now + limit
+        while process.isRunning, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        return process.isRunning ? nil : process.terminationStatus
+    }
+
+    deinit {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        try? FileManager.default.removeItem(at: directory)
+    }
+}
+
+struct CLIFailure: Error, CustomStringConvertible {
+    var message: String
+    var description: String { message }
+}
+
+/// `parley serve` as a process: SIGTERM in the middle of a stream of commands.
+@Suite(.timeLimit(.minutes(2))) struct ShutdownTests {
+    static func post(_ client: TestClient, _ path: String, user: String, json: String) async throws
+        -> TestClient.Response
+    {
+        try await client.post(
+            path,
+            headers: [
+                .authorization: "Bearer " + (try await token(user)), .contentType: "application/json",
+            ], body: ByteBuffer(string: json))
+    }
+
+    /// Every command the server acknowledged before and during the stop is in the log, and the log was
+    /// closed cleanly (the next open reads its checkpoint, with nothing to recover).
+    @Test func sigtermUnderLoadKeepsEveryAcknowledgedCommand() async throws {
+        let server = try await ServeProcess()
+        let senders = 16
+        let setup = TestClient(host: "127.0.0.1", port: server.port)
+        setup.connect()
+        for index in 0..<senders {
+            let answer = try await Self.post(
+                setup, "/v1/users", user: "u\(index)", json: #"{"method":"email","email":"u\#(index)@example.com"}"#)
+            #expect(answer.status == .created)
+        }
+        let members = (1..<senders).map { "\"u\($0)\"" }.joined(separator: ",")
+        let room = try await Self.post(
+            setup, "/v1/rooms", user: "u0", json: #"{"room":"load","name":"Load","members":[\#(members)]}"#)
+        #expect(room.status == .created)
+        try await setup.shutdown()
+
+        let acknowledged = PlainMutex<[String]>([])
+        let refused = PlainMutex<[Int]>([])
+        let port = server.port
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for sender in 0..<senders {
+                group.addTask {
+                    let client = TestClient(host: "127.0.0.1", port: port)
+                    client.connect()
+                    defer { Task { try? await client.shutdown() } }
+                    let authorization = "Bearer " + (try await token("u\(sender)"))
+                    for index in 0..<100_000 {
+                        let id = "u\(sender)-\(index)"
+                        guard
+                            let answer = try? await client.post(
+                                "/v1/rooms/load/messages",
+                                headers: [.authorization: authorization, .contentType: "application/json"],
+                                body: ByteBuffer(string: #"{"id":"\#(id)","body":"load \#(index)"}"#))
+                        else { return }
+                        guard answer.status == .created else {
+                            refused.withLock { $0.append(Int(answer.status.code)) }
+                            return
+                        }
+                        acknowledged.withLock { $0.append(id) }
+                    }
+                }
+            }
+            group.addTask {
+                // Stop it in the middle of the stream, once it is flowing (bounded on a slow machine).
+                let deadline = ContinuousClock.now + .seconds(30)
+                while acknowledged.withLock({ $0.count }) < 300, ContinuousClock.now < deadline {
+                    try await Task.sleep(for: .milliseconds(10))
+                }
+                kill(server.process.processIdentifier, SIGTERM)
+            }
+            try await group.waitForAll()
+        }
+        let status = try await server.waitForExit(within: .seconds(30))
+        #expect(status == 0, "\(server.errorOutput)")
+        #expect(server.errorOutput.contains("the log is closed cleanly"), "\(server.errorOutput)")
+        // Requests after the stop began are refused with 503 or find the connection closed, never a 500.
+        #expect(refused.withLock { $0 }.allSatisfy { $0 == 503 }, "\(refused.withLock { $0 })")
+        let ids = acknowledged.withLock { $0 }
+        #expect(ids.count >= 300, "the load ran: \(ids.count) acknowledged")
+
+        let log = try EventLog.open(directory: server.dataPath)
+        #expect(log.openReport.openedFromCheckpoint, "closed cleanly: \(log.openReport.notes)")
+        #expect(log.openReport.notes.isEmpty && log.openReport.droppedRecords == 0)
+        let engine = try Engine(store: log)
+        defer { try? engine.close() }
+        let missing = ids.filter { engine.message(MessageID($0), in: RoomID("load")) == nil }
+        #expect(missing.isEmpty, "\(missing.count) acknowledged messages missing, first \(missing.prefix(3))")
+    }
+}
