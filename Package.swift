@@ -79,9 +79,8 @@ let package = Package(
             name: "ServerTests",
             dependencies: [
                 "Server", "Projections", "EventLog", "ParleyTestSupport",
-                .product(name: "HummingbirdTesting", package: "hummingbird"),
-                .product(name: "HummingbirdWSTesting", package: "hummingbird-websocket"),
                 .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         .testTarget(name: "EngineCLITests", dependencies: ["Projections", "EventLog", "ParleyTestSupport"]),

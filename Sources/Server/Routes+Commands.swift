@@ -344,6 +344,17 @@ extension API {
         }
         t.add(
             RouteSpec(
+                method: .post, path: "/v1/rooms/:room/hide", operation: "hideRoom",
+                summary: "Delete the conversation for oneself: the room leaves one's list until a newer message.",
+                access: .user, status: 200, response: "PositionResult", idempotent: true)
+        ) { request, context in
+            let room = RoomID(try context.parameters.id("room"))
+            return try await command(request, context) { user, _ in
+                Answers.position(try await engine.hideRoom(room, user: user))
+            }
+        }
+        t.add(
+            RouteSpec(
                 method: .post, path: "/v1/rooms/:room/read", operation: "markRead",
                 summary: "Move one's read marker to a message (default: the newest).", access: .user,
                 body: "ReadBody", status: 200, response: "PositionResult", idempotent: true)

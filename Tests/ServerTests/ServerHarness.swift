@@ -1,10 +1,11 @@
 import EventLog
 import Foundation
 import HTTPTypes
-import HummingbirdTesting
 import JWTKit
+import Logging
 import NIOCore
 import Projections
+import ServiceLifecycle
 import Testing
 
 @testable import Server
@@ -47,19 +48,32 @@ struct Harness: Sendable {
             engine: engine, verifier: try await TokenVerifier.hmac(secret: testSecret), configuration: configuration)
     }
 
-    /// Runs `body` against the router in process (`.router`) or a live server on 127.0.0.1 (`.live`).
-    func test(_ setup: TestingSetup = .router, _ body: @escaping @Sendable (Client) async throws -> Void)
-        async throws
-    {
-        try await server.makeApplication().test(setup) { client in try await body(Client(raw: client)) }
+    /// Runs `body` against the server listening on 127.0.0.1 (any free port), then stops it gracefully.
+    func test(_ body: @escaping @Sendable (Client) async throws -> Void) async throws {
+        let port = PlainMutex<Int?>(nil)
+        let app = server.makeApplication { channel in port.withLock { $0 = channel.localAddress?.port } }
+        let group = ServiceGroup(configuration: .init(services: [app], logger: Logger(label: "parley-test")))
+        let running = Task { try await group.run() }
+        let deadline = ContinuousClock.now + .seconds(30)
+        while port.withLock({ $0 }) == nil, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        let listening = try #require(port.withLock { $0 }, "the server did not start")
+        do {
+            try await body(Client(port: listening))
+        } catch {
+            await group.triggerGracefulShutdown()
+            _ = try? await running.value
+            throw error
+        }
+        await group.triggerGracefulShutdown()
+        try await running.value
     }
 }
 
-/// Calls the API as a user.
+/// Calls the API as a user, one connection per call (so calls may run at once).
 struct Client: Sendable {
-    let raw: any TestClientProtocol
-
-    var port: Int? { raw.port }
+    let port: Int
 
     @discardableResult
     func call(
@@ -74,10 +88,13 @@ struct Client: Sendable {
 
     @discardableResult
     func call(_ method: HTTPRequest.Method, _ uri: String, headers: HTTPFields, body: String?) async throws -> Answer {
-        let response = try await raw.executeRequest(
-            uri: uri, method: method, headers: headers, body: body.map { ByteBuffer(string: $0) })
-        return Answer(
-            status: Int(response.status.code), body: String(buffer: response.body), headers: response.headers)
+        let response = try await HTTPWire(port: port).request(method, uri, headers: headers, body: body)
+        return Answer(status: response.status, body: response.body, headers: response.headers)
+    }
+
+    /// A live connection, signed in with a header for `user` (or not signed in).
+    func live(as user: String? = nil) async throws -> WebSocketWire {
+        try await WebSocketWire(port: port, token: user == nil ? nil : try await token(user!))
     }
 
     /// Signs `user` up by email, with their name.

@@ -1,7 +1,6 @@
 import EventLog
 import Foundation
 import HTTPTypes
-import HummingbirdTesting
 import NIOCore
 import ParleyTestSupport
 import Projections
@@ -74,14 +73,11 @@ struct CLIFailure: Error, CustomStringConvertible {
 
 /// `parley serve` as a process: SIGTERM in the middle of a stream of commands.
 @Suite(.timeLimit(.minutes(2))) struct ShutdownTests {
-    static func post(_ client: TestClient, _ path: String, user: String, json: String) async throws
-        -> TestClient.Response
-    {
-        try await client.post(
-            path,
-            headers: [
-                .authorization: "Bearer " + (try await token(user)), .contentType: "application/json",
-            ], body: ByteBuffer(string: json))
+    static func post(_ client: HTTPWire, _ path: String, user: String, json: String) async throws -> WireResponse {
+        try await client.request(
+            .post, path,
+            headers: [.authorization: "Bearer " + (try await token(user)), .contentType: "application/json"],
+            body: json)
     }
 
     /// Every command the server acknowledged before and during the stop is in the log, and the log was
@@ -89,18 +85,16 @@ struct CLIFailure: Error, CustomStringConvertible {
     @Test func sigtermUnderLoadKeepsEveryAcknowledgedCommand() async throws {
         let server = try await ServeProcess()
         let senders = 16
-        let setup = TestClient(host: "127.0.0.1", port: server.port)
-        setup.connect()
+        let setup = try HTTPWire(port: server.port)
         for index in 0..<senders {
             let answer = try await Self.post(
                 setup, "/v1/users", user: "u\(index)", json: #"{"method":"email","email":"u\#(index)@example.com"}"#)
-            #expect(answer.status == .created)
+            #expect(answer.status == 201)
         }
         let members = (1..<senders).map { "\"u\($0)\"" }.joined(separator: ",")
         let room = try await Self.post(
             setup, "/v1/rooms", user: "u0", json: #"{"room":"load","name":"Load","members":[\#(members)]}"#)
-        #expect(room.status == .created)
-        try await setup.shutdown()
+        #expect(room.status == 201)
 
         let acknowledged = PlainMutex<[String]>([])
         let refused = PlainMutex<[Int]>([])
@@ -108,20 +102,18 @@ struct CLIFailure: Error, CustomStringConvertible {
         try await withThrowingTaskGroup(of: Void.self) { group in
             for sender in 0..<senders {
                 group.addTask {
-                    let client = TestClient(host: "127.0.0.1", port: port)
-                    client.connect()
-                    defer { Task { try? await client.shutdown() } }
+                    let client = try HTTPWire(port: port)
                     let authorization = "Bearer " + (try await token("u\(sender)"))
                     for index in 0..<100_000 {
                         let id = "u\(sender)-\(index)"
                         guard
-                            let answer = try? await client.post(
-                                "/v1/rooms/load/messages",
+                            let answer = try? await client.request(
+                                .post, "/v1/rooms/load/messages",
                                 headers: [.authorization: authorization, .contentType: "application/json"],
-                                body: ByteBuffer(string: #"{"id":"\#(id)","body":"load \#(index)"}"#))
+                                body: #"{"id":"\#(id)","body":"load \#(index)"}"#)
                         else { return }
-                        guard answer.status == .created else {
-                            refused.withLock { $0.append(Int(answer.status.code)) }
+                        guard answer.status == 201 else {
+                            refused.withLock { $0.append(answer.status) }
                             return
                         }
                         acknowledged.withLock { $0.append(id) }

@@ -5,6 +5,9 @@ struct Member: Equatable {
     var readMarker: UInt64
     /// Messages after the marker, by others, not deleted (kept incrementally).
     var unread: Int32
+    /// The position of the member's latest `RoomHidden`, or 0: the room is out of their list while its
+    /// newest message is older than this.
+    var hiddenAt: UInt64 = 0
 }
 
 /// A chat room: direct, group, or an activity's room.
@@ -160,6 +163,20 @@ struct ChatProjection {
         rooms[r].members[index].unread = countUnread(room: room, user: user, after: marker)
     }
 
+    mutating func hide(room: Int32, user: Int32, position: UInt64) {
+        guard let index = rooms[Int(room)].memberIndex(user) else { return }
+        rooms[Int(room)].members[index].hiddenAt = position
+    }
+
+    /// Whether `user` hid `room` and no message arrived since: it is then out of their room list.
+    func isHidden(_ room: Int32, from user: Int32) -> Bool {
+        guard let index = rooms[Int(room)].memberIndex(user) else { return false }
+        let hiddenAt = rooms[Int(room)].members[index].hiddenAt
+        guard hiddenAt > 0 else { return false }
+        let last = rooms[Int(room)].lastMessage
+        return last < 0 || messages[Int(last)].position < hiddenAt
+    }
+
     func countUnread(room: Int32, user: Int32, after marker: UInt64) -> Int32 {
         var n: Int32 = 0
         var i = rooms[Int(room)].lastMessage
@@ -195,6 +212,7 @@ struct ChatProjection {
                 writer.signed(Int64(member.user))
                 writer.varint(member.readMarker)
                 writer.signed(Int64(member.unread))
+                writer.varint(member.hiddenAt)
             }
             writer.signed(Int64(room.liveMessageCount))
         }
@@ -225,7 +243,8 @@ struct ChatProjection {
             let memberCount = try reader.count()
             for _ in 0..<memberCount {
                 let member = Member(
-                    user: try reader.int32(), readMarker: try reader.varint(), unread: try reader.int32())
+                    user: try reader.int32(), readMarker: try reader.varint(), unread: try reader.int32(),
+                    hiddenAt: try reader.varint())
                 guard member.user >= 0, Int(member.user) < userCount else {
                     throw ByteReaderError(description: "bad member index \(member.user)")
                 }

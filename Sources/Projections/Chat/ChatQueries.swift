@@ -38,7 +38,8 @@ extension ProjectionState {
 
     func roomSummaries(_ user: UserID) -> [RoomSummary] {
         guard let u = users.index(of: user.rawValue) else { return [] }
-        let list = chat.userRooms[Int(u)].map { (room: $0, recency: chat.recency(of: $0)) }
+        let list = chat.userRooms[Int(u)].lazy.filter { !chat.isHidden($0, from: u) }
+            .map { (room: $0, recency: chat.recency(of: $0)) }
             .sorted { $0.recency != $1.recency ? $0.recency > $1.recency : $0.room < $1.room }
         return list.map { roomSummary($0.room, viewer: u) }
     }
@@ -61,7 +62,7 @@ extension ProjectionState {
     /// the room is not in the user's list.
     func roomRow(_ user: UserID, _ id: RoomID) -> RoomRow? {
         guard let u = users.index(of: user.rawValue), let room = rooms.index(of: id.rawValue),
-            chat.rooms[Int(room)].memberIndex(u) != nil
+            chat.rooms[Int(room)].memberIndex(u) != nil, !chat.isHidden(room, from: u)
         else { return nil }
         return RoomRow(summary: roomSummary(room, viewer: u), recency: chat.recency(of: room))
     }

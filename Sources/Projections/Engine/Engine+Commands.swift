@@ -280,6 +280,13 @@ extension Engine {
         }[0]
     }
 
+    /// `user` hides `room` from their own room list ("delete conversation"); a newer message brings it back.
+    /// - Throws: `.roomNotFound`, `.userNotFound`, `.notAMember`.
+    @discardableResult
+    public func hideRoom(_ room: RoomID, user: UserID, time: Int64? = nil) async throws(ValidationError) -> Position {
+        try await execute([.roomHidden(RoomHidden(room: room, user: user))], actor: user.rawValue, time: time)[0]
+    }
+
     // MARK: Activities
 
     /// Hosts an activity; its chat room (kind `activity`) is created with it. Returns the activity id.

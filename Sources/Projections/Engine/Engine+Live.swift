@@ -149,6 +149,7 @@ extension ProjectionState {
             rows(e.room, members(of: e.room))
             t.message = .init(room: e.room, message: e.message, change: .deleted)
         case .messagesRead(let e): rows(e.room, [e.user])
+        case .roomHidden(let e): rows(e.room, [e.user])
         case .profileUpdated(let e):
             // A direct room's title and counterpart are the other member's name and photo.
             guard let u = users.index(of: e.user.rawValue) else { break }

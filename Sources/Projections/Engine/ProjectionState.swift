@@ -173,6 +173,9 @@ struct ProjectionState {
                 chat.messages[Int(message)].room == room
             else { return }
             chat.read(room: room, user: reader, upTo: message)
+        case .roomHidden(let e):
+            guard let room = rooms.index(of: e.room.rawValue) else { return }
+            chat.hide(room: room, user: user(e.user), position: position)
         case .activityHosted(let e):
             let host = user(e.host)
             let (activity, isNew) = activityIDs.intern(e.activity.rawValue)
@@ -234,7 +237,7 @@ struct ProjectionState {
 
 extension ProjectionState {
     /// The version of the snapshot encoding; a snapshot of any other version is ignored.
-    static let snapshotFormatVersion: UInt32 = 2
+    static let snapshotFormatVersion: UInt32 = 3
 
     /// The canonical serialisation of the whole state (deterministic: sets and dictionaries sorted).
     func encodedState() -> [UInt8] {

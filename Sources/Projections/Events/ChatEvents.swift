@@ -277,3 +277,29 @@ public struct MessagesRead: BinaryPayload {
         upTo = MessageID(try reader.string())
     }
 }
+
+/// `user` hid `room` from their own room list ("delete conversation" for that user only): the room leaves
+/// their list until a message newer than the hide arrives. Actor: `user`, a member of the room.
+public struct RoomHidden: BinaryPayload {
+    /// The event type name in the log.
+    public static let typeName = "RoomHidden"
+    /// The payload schema version this build writes.
+    public static let schemaVersion: UInt8 = 1
+    /// The room.
+    public var room: RoomID
+    /// The member who hid it.
+    public var user: UserID
+    /// Makes a value from its fields.
+    public init(room: RoomID, user: UserID) {
+        self.room = room
+        self.user = user
+    }
+    func write(to writer: inout ByteWriter) {
+        writer.string(room.rawValue)
+        writer.string(user.rawValue)
+    }
+    init(reading reader: inout ByteReader, version: UInt8) throws(ByteReaderError) {
+        room = RoomID(try reader.string())
+        user = UserID(try reader.string())
+    }
+}

@@ -26,8 +26,10 @@ public enum DomainEvent: Sendable, Hashable {
     case rsvpGiven(RSVPGiven)
     case feelingDefined(FeelingDefined)
     case gratitudeTagged(GratitudeTagged)
+    case roomHidden(RoomHidden)
 
-    /// Every event type name, in a fixed order (the order is the type's index in projections).
+    /// Every event type name, in a fixed order (the order is the type's index in projections). New types go
+    /// at the end: an index is never reused or moved.
     public static let typeNames: [String] = [
         "UserRegistered",
         "ProfileUpdated",
@@ -53,6 +55,7 @@ public enum DomainEvent: Sendable, Hashable {
         "RSVPGiven",
         "FeelingDefined",
         "GratitudeTagged",
+        "RoomHidden",
     ]
 
     /// The ``typeNames`` index of `MessageSent`, which the fold reads straight from its bytes.
@@ -87,6 +90,7 @@ public enum DomainEvent: Sendable, Hashable {
         case .rsvpGiven: RSVPGiven.typeName
         case .feelingDefined: FeelingDefined.typeName
         case .gratitudeTagged: GratitudeTagged.typeName
+        case .roomHidden: RoomHidden.typeName
         }
     }
 
@@ -117,6 +121,7 @@ public enum DomainEvent: Sendable, Hashable {
         case .rsvpGiven(let e): e.encoded()
         case .feelingDefined(let e): e.encoded()
         case .gratitudeTagged(let e): e.encoded()
+        case .roomHidden(let e): e.encoded()
         }
     }
 
@@ -153,6 +158,7 @@ public enum DomainEvent: Sendable, Hashable {
             case RSVPGiven.typeName: decoded = .rsvpGiven(try RSVPGiven.decode(payload))
             case FeelingDefined.typeName: decoded = .feelingDefined(try FeelingDefined.decode(payload))
             case GratitudeTagged.typeName: decoded = .gratitudeTagged(try GratitudeTagged.decode(payload))
+            case RoomHidden.typeName: decoded = .roomHidden(try RoomHidden.decode(payload))
             default: decoded = nil
             }
         } catch {
@@ -189,6 +195,7 @@ public enum DomainEvent: Sendable, Hashable {
         case 21: return .rsvpGiven(try RSVPGiven.decode(payload))
         case 22: return .feelingDefined(try FeelingDefined.decode(payload))
         case 23: return .gratitudeTagged(try GratitudeTagged.decode(payload))
+        case 24: return .roomHidden(try RoomHidden.decode(payload))
         default: throw ByteReaderError(description: "unknown event type code \(code)")
         }
     }
@@ -220,6 +227,7 @@ public enum DomainEvent: Sendable, Hashable {
         case .rsvpGiven(let e): "activity:\(e.activity.rawValue)"
         case .feelingDefined: "feelings"
         case .gratitudeTagged(let e): "user:\(e.author.rawValue)"
+        case .roomHidden(let e): "room:\(e.room.rawValue)"
         }
     }
 
@@ -251,6 +259,7 @@ public enum DomainEvent: Sendable, Hashable {
         case .rsvpGiven(let e): e.user.rawValue
         case .feelingDefined: UserID.system.rawValue
         case .gratitudeTagged(let e): e.author.rawValue
+        case .roomHidden(let e): e.user.rawValue
         }
     }
 
@@ -281,6 +290,7 @@ public enum DomainEvent: Sendable, Hashable {
         case .rsvpGiven(let e): try container.encode(e, forKey: .data)
         case .feelingDefined(let e): try container.encode(e, forKey: .data)
         case .gratitudeTagged(let e): try container.encode(e, forKey: .data)
+        case .roomHidden(let e): try container.encode(e, forKey: .data)
         }
     }
 
@@ -321,6 +331,7 @@ public enum DomainEvent: Sendable, Hashable {
         case FeelingDefined.typeName: return .feelingDefined(try container.decode(FeelingDefined.self, forKey: .data))
         case GratitudeTagged.typeName:
             return .gratitudeTagged(try container.decode(GratitudeTagged.self, forKey: .data))
+        case RoomHidden.typeName: return .roomHidden(try container.decode(RoomHidden.self, forKey: .data))
         default:
             throw DecodingError.dataCorruptedError(
                 forKey: .type, in: container, debugDescription: "unknown event type '\(type)'")

@@ -225,6 +225,14 @@ extension ProjectionState {
             }
             _ = try requireMessage(e.upTo, in: e.room)
 
+        case .roomHidden(let e):
+            try requireActor(actor, e.user)
+            let room = try requireRoom(e.room)
+            let user = try requireUser(e.user)
+            if !chat.isMember(user, of: room) {
+                throw ValidationError(.notAMember, "user \(e.user) is not a member of room \(e.room)")
+            }
+
         case .activityHosted(let e):
             try requireActor(actor, e.host)
             _ = try requireUser(e.host)
