@@ -80,6 +80,7 @@ let package = Package(
             dependencies: [
                 "Server", "Projections", "EventLog", "ParleyTestSupport",
                 .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),

@@ -22,6 +22,11 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "A file holding the HS256 secret tokens are signed with (at least 32 bytes).")
     var secretFile: String?
     @Option(help: "A JWKS file with the ES256/RS256 public keys of the identity provider.") var jwksFile: String?
+    @Option(help: "With --jwks-file: the issuer tokens must name (Firebase: https://securetoken.google.com/PROJECT).")
+    var issuer: String?
+    @Option(help: "With --jwks-file: the audience tokens must name (Firebase: the project id).") var audience: String?
+    @Flag(help: "With --jwks-file: accept `parley_role: admin` from the provider's tokens.")
+    var trustRoleClaim = false
     @Option(help: "Requests per second allowed per user on average (0: no limit).") var rateLimit: Double = 100
     @Option(help: "Requests a user may make at once above the average.") var burst: Double = 200
     @Flag(help: "Development: make a secret if none is given, and print ready tokens with curl examples.")
@@ -35,7 +40,13 @@ struct ServeCommand: AsyncParsableCommand {
         let verifier: TokenVerifier
         do {
             if let jwksFile {
-                verifier = try await TokenVerifier.jwks(file: jwksFile)
+                guard let issuer, let audience else {
+                    throw CLIError(
+                        "--jwks-file needs --issuer and --audience: the provider's keys sign tokens for every app "
+                            + "that uses it, so only its issuer and your audience say a token is for this one")
+                }
+                verifier = try await TokenVerifier.jwks(
+                    file: jwksFile, issuer: issuer, audience: audience, trustingRoleClaim: trustRoleClaim)
             } else if let secretFile {
                 verifier = try await TokenVerifier.hmac(secretFile: secretFile)
             } else {

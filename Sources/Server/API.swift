@@ -63,7 +63,10 @@ struct API: Sendable {
                 access: .user, status: 101, response: "LiveFrame"))
         router.ws(
             "/v1/live",
-            shouldUpgrade: { _, _ in
+            shouldUpgrade: { request, _ in
+                guard request.headers[.upgrade]?.lowercased() == "websocket" else {
+                    throw APIError(.upgradeRequired, "upgradeRequired", "connect with a WebSocket client to /v1/live")
+                }
                 guard !hub.isStopping else { throw APIError.stopping }
                 return .upgrade([:])
             },

@@ -21,8 +21,12 @@ public struct APIError: Error, HTTPResponseError, Sendable {
         self.message = message
     }
 
-    static let unauthorized = APIError(
-        .unauthorized, "unauthorized", "a valid bearer token is required (Authorization: Bearer <JWT>)")
+    static let unauthorized: APIError = {
+        var error = APIError(
+            .unauthorized, "unauthorized", "a valid bearer token is required (Authorization: Bearer <JWT>)")
+        error.headers[.wwwAuthenticate] = "Bearer"
+        return error
+    }()
     static func forbidden(_ message: String) -> APIError { APIError(.forbidden, "forbidden", message) }
     static func notFound(_ message: String) -> APIError { APIError(.notFound, "notFound", message) }
     static func badRequest(_ code: String, _ message: String) -> APIError { APIError(.badRequest, code, message) }

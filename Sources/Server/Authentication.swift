@@ -13,9 +13,13 @@ public struct AccessClaims: JWTPayload, Equatable {
     public var exp: ExpirationClaim
     /// `admin` for the admin routes; absent for a user.
     public var role: String?
+    /// Who issued it (checked against the expected issuer of a JWKS provider).
+    public var iss: IssuerClaim?
+    /// Whom it is for (checked against the expected audience of a JWKS provider).
+    public var aud: AudienceClaim?
 
     enum CodingKeys: String, CodingKey {
-        case sub, exp
+        case sub, exp, iss, aud
         case role = "parley_role"
     }
 
@@ -57,11 +61,24 @@ public struct KeyFileError: Error, CustomStringConvertible {
 /// subject — is the same `nil`: the caller answers 401 and says nothing more.
 public struct TokenVerifier: Sendable {
     let keys: JWTKeyCollection
+    /// For an outside identity provider: the `iss` and `aud` a token must carry. Its keys sign tokens for
+    /// every app that uses it (every Firebase project shares Google's keys), so a signature alone does not
+    /// say the token was meant for this one.
+    let issuer: String?
+    let audience: String?
+    /// Whether `parley_role: admin` in a token counts. Always for Parley's own secret; for an outside
+    /// provider only when asked, since anyone who can set custom claims there could set it.
+    let trustsRoleClaim: Bool
     /// Tokens verified already, until they expire: an app sends the same token on every request, and checking
     /// its signature and claims again costs more than the rest of a small request.
     let verified = VerifiedTokens()
 
-    init(keys: JWTKeyCollection) { self.keys = keys }
+    init(keys: JWTKeyCollection, issuer: String? = nil, audience: String? = nil, trustsRoleClaim: Bool = true) {
+        self.keys = keys
+        self.issuer = issuer
+        self.audience = audience
+        self.trustsRoleClaim = trustsRoleClaim
+    }
 
     /// The smallest HS256 secret accepted, in bytes (the digest's size, as RFC 7518 §3.2 asks).
     public static let minimumSecretLength = 32
@@ -89,9 +106,13 @@ public struct TokenVerifier: Sendable {
         }
     }
 
-    /// A verifier for ES256/RS256 tokens whose public keys are in the JWKS file at `path`.
+    /// A verifier for ES256/RS256 tokens whose public keys are in the JWKS file at `path`, issued by `issuer`
+    /// for `audience` (Firebase: `https://securetoken.google.com/<project>` and `<project>`). The admin
+    /// role is read from tokens only when `trustingRoleClaim`.
     /// - Throws: ``KeyFileError`` naming the file when it cannot be read or holds no usable key.
-    public static func jwks(file path: String) async throws -> TokenVerifier {
+    public static func jwks(file path: String, issuer: String, audience: String, trustingRoleClaim: Bool = false)
+        async throws -> TokenVerifier
+    {
         let text: String
         do {
             text = try String(contentsOfFile: path, encoding: .utf8)
@@ -104,7 +125,10 @@ public struct TokenVerifier: Sendable {
         } catch {
             throw KeyFileError(description: "\(path) is not a usable JWKS (ES256/RS256 public keys): \(error)")
         }
-        return TokenVerifier(keys: keys)
+        guard !issuer.isEmpty, !audience.isEmpty else {
+            throw KeyFileError(description: "a JWKS provider needs its issuer and audience to check tokens against")
+        }
+        return TokenVerifier(keys: keys, issuer: issuer, audience: audience, trustsRoleClaim: trustingRoleClaim)
     }
 
     /// The secret in `path`, without surrounding whitespace.
@@ -123,7 +147,10 @@ public struct TokenVerifier: Sendable {
             let claims = try? await keys.verify(token, as: AccessClaims.self),
             !claims.sub.value.isEmpty
         else { return nil }
-        let identity = Identity(user: UserID(claims.sub.value), isAdmin: claims.role == "admin")
+        if let issuer, claims.iss?.value != issuer { return nil }
+        if let audience, claims.aud?.value.contains(audience) != true { return nil }
+        let identity = Identity(
+            user: UserID(claims.sub.value), isAdmin: trustsRoleClaim && claims.role == "admin")
         verified.insert(token, identity, expires: claims.exp.value)
         return identity
     }

@@ -3,9 +3,9 @@ import Projections
 /// The frames of the live channel, as JSON text. Every change carries its topic and the position of the
 /// event behind it; the views inside are the same JSON as the query routes answer.
 enum Frames {
-    private static func frame(_ topic: Topic, _ type: String, at position: UInt64, _ fields: String) -> String {
-        "{\"topic\":\(JSONText.quote(topic.name)),\"type\":\"\(type)\",\"position\":\(position)"
-            + (fields.isEmpty ? "" : "," + fields) + "}"
+    private static func frame(_ topic: Topic, _ type: String, at position: UInt64?, _ fields: String) -> String {
+        "{\"topic\":\(JSONText.quote(topic.name)),\"type\":\"\(type)\""
+            + (position.map { ",\"position\":\($0)" } ?? "") + (fields.isEmpty ? "" : "," + fields) + "}"
     }
 
     private static func json(_ value: some Encodable) -> String { (try? JSONBody.encode(value)) ?? "null" }
@@ -19,13 +19,13 @@ enum Frames {
         return Self.room(row, user: user, at: position)
     }
 
-    static func room(_ row: RoomRow, user: UserID, at position: UInt64) -> String {
+    static func room(_ row: RoomRow, user: UserID, at position: UInt64?) -> String {
         frame(
             .rooms(user), "room", at: position, "\"order\":\(row.recency.rawValue),\"row\":\(json(row.summary))")
     }
 
     /// A message `added`, `edited` or `deleted`, as it is now.
-    static func message(_ view: MessageView, in room: RoomID, change: LiveTouches.MessageChange, at position: UInt64)
+    static func message(_ view: MessageView, in room: RoomID, change: LiveTouches.MessageChange, at position: UInt64?)
         -> String
     {
         frame(.messages(room), change.rawValue, at: position, "\"message\":\(json(view))")
@@ -40,22 +40,25 @@ enum Frames {
         return frame(.feed(user), "activity", at: position, "\"item\":\(json(item))")
     }
 
-    /// The whole current view of `topic`, read at one durable position P, each part labelled P; the
-    /// subscription continues with the changes after P.
+    /// The whole current view of `topic`, read at one durable position P. Its frames carry no position (a
+    /// client cut off in the middle of it has nothing to resume from, and subscribes again without `since`);
+    /// the `caughtUp` after them carries P.
     static func snapshot(of topic: Topic, engine: Engine) -> (frames: [String], position: UInt64) {
         switch topic {
         case .rooms(let user):
             let snapshot = engine.roomRowsSnapshot(user)
-            let at = snapshot.position.rawValue
-            return (snapshot.view.map { room($0, user: user, at: at) }, at)
+            return (snapshot.view.map { room($0, user: user, at: nil) }, snapshot.position.rawValue)
         case .feed(let user):
             let snapshot = engine.feedSnapshot(user)
-            let at = snapshot.position.rawValue
-            return (snapshot.view.map { frame(.feed(user), "activity", at: at, "\"item\":\(json($0))") }, at)
+            return (
+                snapshot.view.map { frame(.feed(user), "activity", at: nil, "\"item\":\(json($0))") },
+                snapshot.position.rawValue
+            )
         case .messages(let room):
             let snapshot = engine.messagesSnapshot(room, limit: 50)
-            let at = snapshot.position.rawValue
-            return (snapshot.view.map { message($0, in: room, change: .added, at: at) }, at)
+            return (
+                snapshot.view.map { message($0, in: room, change: .added, at: nil) }, snapshot.position.rawValue
+            )
         }
     }
 

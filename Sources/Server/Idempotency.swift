@@ -6,9 +6,9 @@ import Hummingbird
 /// Answers a retried command (same user, same `Idempotency-Key`) with the first answer, appending nothing.
 /// A retry that arrives while the first call is still running waits for it. The same key with another
 /// method, path or body is refused (409). Answers of the server's own failures (5xx) are not kept, so a
-/// retry after a failed store tries again. Keys are kept in memory for the process's life, the newest
-/// `capacity` of them; a message id chosen by the client is idempotent in the log itself and survives
-/// restarts.
+/// retry after a failed store tries again. Keys are kept in memory for the process's life: the newest
+/// `perUser` of each user, the newest `capacity` in all. A message id chosen by the client is idempotent in
+/// the log itself and survives restarts.
 final class IdempotencyCache: Sendable {
     struct Answer: Sendable {
         var status: HTTPResponse.Status
@@ -23,12 +23,18 @@ final class IdempotencyCache: Sendable {
     struct State {
         var entries: [String: Entry] = [:]
         var order = Deque<String>()
+        /// Each user's keys, oldest first: one user cannot push everyone else's keys out.
+        var byUser: [String: Deque<String>] = [:]
     }
 
     let capacity: Int
+    let perUser: Int
     private let state = PlainMutex(State())
 
-    init(capacity: Int = 100_000) { self.capacity = capacity }
+    init(capacity: Int = 100_000, perUser: Int = 1_000) {
+        self.capacity = capacity
+        self.perUser = perUser
+    }
 
     /// The answer for `key` of `user`: the first call's, or `run`'s when the key is new.
     /// - Throws: 409 when the key was used for another request.
@@ -48,7 +54,14 @@ final class IdempotencyCache: Sendable {
             let task = Task { await run() }
             s.entries[id] = Entry(fingerprint: fingerprint, task: task)
             s.order.append(id)
-            while s.order.count > capacity, let oldest = s.order.popFirst() { s.entries[oldest] = nil }
+            s.byUser[user, default: []].append(id)
+            while s.byUser[user]!.count > perUser, let oldest = s.byUser[user]!.popFirst() { s.entries[oldest] = nil }
+            while s.order.count > capacity, let oldest = s.order.popFirst() {
+                s.entries[oldest] = nil
+                let owner = String(oldest.prefix { $0 != "\u{0}" })
+                s.byUser[owner]?.removeAll { $0 == oldest }
+                if s.byUser[owner]?.isEmpty == true { s.byUser[owner] = nil }
+            }
             return (task, true)
         }
         let answer = await task.value

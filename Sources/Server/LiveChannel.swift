@@ -29,6 +29,7 @@ struct LiveChannel: Sendable {
 
     static let slowCode = WebSocketErrorCode(codeNumber: 4000)
     static let unauthorizedCode = WebSocketErrorCode(codeNumber: 4401)
+    static let limitCode = WebSocketErrorCode(codeNumber: 4429)
 
     func serve(
         inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, identity: Identity?, channel: any Channel
@@ -55,15 +56,34 @@ struct LiveChannel: Sendable {
             }
             deadline.cancel()
         }
-        guard let identity, let connection = hub.connect(user: identity.user, channel: channel) else {
+        guard let identity else { return }
+        let connection: LiveConnection
+        do {
+            connection = try hub.connect(user: identity.user, channel: channel)
+        } catch .stopping {
             try await outbound.close(.goingAway, reason: "the server is stopping")
             return
+        } catch .tooManyForUser {
+            try await outbound.close(
+                Self.limitCode, reason: "at most \(configuration.maximumConnectionsPerUser) live connections per user")
+            return
+        } catch .tooMany {
+            try await outbound.close(.goingAway, reason: "the server holds all the live connections it can")
+            return
         }
+        // A client may send a few frames a second (subscriptions are cheap to ask for, not to serve).
+        let limiter = RateLimiter(
+            rate: configuration.clientFramesPerSecond, burst: configuration.clientFramesPerSecond * 4)
         defer { hub.disconnect(connection) }
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await write(connection, outbound) }
             do {
                 while let message = try await messages.next() {
+                    if let wait = limiter.take("") {
+                        _ = connection.enqueue(
+                            Frames.error("rateLimited", "too many frames from this client; wait \(wait) s"))
+                        continue
+                    }
                     guard case .text(let text) = message else {
                         _ = connection.enqueue(Frames.error("badFrame", "send JSON text frames"))
                         continue

@@ -83,11 +83,14 @@ final class LiveConnection: Sendable {
             return (true, nil)
         }
         waiter?.resume(returning: frame)
-        if !accepted, ending == .slow, let channel {
-            // A client that stopped reading may never take the close frame: cut it after a grace period.
-            channel.eventLoop.scheduleTask(in: .seconds(2)) { channel.close(promise: nil) }
-        }
+        if !accepted, ending == .slow { cutLater() }
         return accepted
+    }
+
+    /// A client that stopped reading may never take its close frame: the socket is cut after a grace period.
+    func cutLater() {
+        guard let channel else { return }
+        channel.eventLoop.scheduleTask(in: .seconds(2)) { channel.close(promise: nil) }
     }
 
     /// The next frame to send; nil once the connection has ended (queued frames of a slow or stopped
@@ -113,12 +116,14 @@ final class LiveConnection: Sendable {
 
     /// Ends the connection (the first reason given stays).
     func end(_ reason: Ending) {
-        let waiter = state.withLock { s -> CheckedContinuation<String?, Never>? in
-            if s.ending == nil { s.ending = reason }
+        let (waiter, first) = state.withLock { s -> (CheckedContinuation<String?, Never>?, Bool) in
+            let first = s.ending == nil
+            if first { s.ending = reason }
             defer { s.waiter = nil }
-            return s.waiter
+            return (s.waiter, first)
         }
         waiter?.resume(returning: nil)
+        if first, reason == .stopping { cutLater() }
     }
 
     var ending: Ending? { state.withLock { $0.ending } }
@@ -165,6 +170,12 @@ final class LiveHub: Sendable {
         var requests: [Request] = []
         var nextID: UInt64 = 1
         var stopping = false
+
+        /// Removes one subscriber, and the topic when it was the last.
+        mutating func removeSubscriber(_ id: UInt64, from topic: Topic) {
+            subscribers[topic]?[id] = nil
+            if subscribers[topic]?.isEmpty == true { subscribers[topic] = nil }
+        }
     }
 
     let engine: Engine
@@ -202,12 +213,15 @@ final class LiveHub: Sendable {
         tasks.withLock { $0 = [follower, loop] }
     }
 
-    /// Ends every connection with 1001 and stops taking new ones.
-    func stop() {
+    /// Ends every connection with 1001, stops taking new ones, and waits for the hub's tasks to end (so that
+    /// nothing reads the store once this returns).
+    func stop() async {
         state.withLock { $0.stopping = true }
         endAll(.stopping)
         wake.finish()
-        for task in tasks.withLock({ $0 }) { task.cancel() }
+        let tasks = tasks.withLock { $0 }
+        for task in tasks { task.cancel() }
+        for task in tasks { await task.value }
     }
 
     var isStopping: Bool { state.withLock { $0.stopping } }
@@ -215,24 +229,37 @@ final class LiveHub: Sendable {
 
     // MARK: Connections
 
-    /// A new connection for `user`; nil when the hub is stopping.
-    func connect(user: UserID, channel: (any Channel)?) -> LiveConnection? {
-        let connection = state.withLock { s -> LiveConnection? in
-            guard !s.stopping else { return nil }
+    /// Why a connection was not taken.
+    enum Refusal: Error {
+        case stopping
+        case tooManyForUser
+        case tooMany
+    }
+
+    /// A new connection for `user`.
+    /// - Throws: ``Refusal`` when the hub is stopping, the user has
+    ///   ``ServerConfiguration/maximumConnectionsPerUser`` already, or the server
+    ///   ``ServerConfiguration/maximumConnections``.
+    func connect(user: UserID, channel: (any Channel)?) throws(Refusal) -> LiveConnection {
+        let connection = try state.withLock { s throws(Refusal) -> LiveConnection in
+            guard !s.stopping else { throw .stopping }
+            guard s.connections.count < configuration.maximumConnections else { throw .tooMany }
+            guard s.connections.values.lazy.filter({ $0.user == user }).count < configuration.maximumConnectionsPerUser
+            else { throw .tooManyForUser }
             let connection = LiveConnection(
                 id: s.nextID, user: user, channel: channel, byteLimit: configuration.maximumQueuedBytes)
             s.nextID += 1
             s.connections[connection.id] = connection
             return connection
         }
-        if connection != nil { metrics.liveConnections.increment() }
+        metrics.liveConnections.increment()
         return connection
     }
 
     func disconnect(_ connection: LiveConnection) {
         connection.end(.gone)
         let removed = state.withLock { s -> Bool in
-            for topic in connection.topics { s.subscribers[topic]?[connection.id] = nil }
+            for topic in connection.topics { s.removeSubscriber(connection.id, from: topic) }
             return s.connections.removeValue(forKey: connection.id) != nil
         }
         if removed { metrics.liveConnections.decrement() }
@@ -251,7 +278,7 @@ final class LiveHub: Sendable {
     func unsubscribe(_ connection: LiveConnection, from topic: Topic) {
         _ = connection.remove(topic)
         state.withLock { s in
-            s.subscribers[topic]?[connection.id] = nil
+            s.removeSubscriber(connection.id, from: topic)
             s.requests.removeAll { $0.connection === connection && $0.topic == topic }
         }
     }
@@ -268,7 +295,7 @@ final class LiveHub: Sendable {
             for request in requests { catchUp(request) }
             let head = engine.position.rawValue
             let (from, idle) = state.withLock { s in
-                (s.position, s.requests.isEmpty && s.subscribers.values.allSatisfy(\.isEmpty))
+                (s.position, s.requests.isEmpty && s.subscribers.isEmpty)
             }
             guard head > from else {
                 if requests.isEmpty { return }
@@ -344,7 +371,7 @@ final class LiveHub: Sendable {
     private func drop(_ connection: LiveConnection) {
         if connection.ending == .slow { metrics.slowClosed.increment() }
         state.withLock { s in
-            for topic in connection.topics { s.subscribers[topic]?[connection.id] = nil }
+            for topic in connection.topics { s.removeSubscriber(connection.id, from: topic) }
         }
     }
 
@@ -354,7 +381,7 @@ final class LiveHub: Sendable {
         let ended = state.withLock { s -> [LiveConnection] in
             guard let subscribers = s.subscribers[topic] else { return [] }
             let theirs = subscribers.values.filter { $0.connection.user == user }.map(\.connection)
-            for connection in theirs { s.subscribers[topic]?[connection.id] = nil }
+            for connection in theirs { s.removeSubscriber(connection.id, from: topic) }
             return theirs
         }
         for connection in ended where connection.remove(topic) {
@@ -366,6 +393,13 @@ final class LiveHub: Sendable {
     private func catchUp(_ request: Request) {
         let connection = request.connection
         guard connection.ending == nil, connection.topics.contains(request.topic) else { return }
+        // Membership is checked again here, at H: a leave before H ends it now, one after H is fanned out.
+        if case .messages(let room) = request.topic, !engine.isMember(connection.user, of: room) {
+            _ = connection.remove(request.topic)
+            _ = connection.enqueue(
+                Frames.error("notFound", "no room \(room.rawValue) among yours", topic: request.topic))
+            return
+        }
         let hub = state.withLock { $0.position }
         var frames: [String] = []
         var through = hub
@@ -383,10 +417,13 @@ final class LiveHub: Sendable {
             }
             through = since
         } else if let since = request.since, hub - since <= configuration.catchUpLimit,
-            let changes = changes(of: request.topic, after: since, through: hub)
+            let changes = changes(of: request.topic, after: since, through: hub),
+            changes.reduce(0, { $0 + $1.utf8.count }) <= connection.byteLimit / 2
         {
             frames = changes
         } else {
+            // No `since`, or too far behind to replay what changed: the current view (at one position, which
+            // only `caughtUp` carries: a client cut off during it subscribes again without `since`).
             reset = request.since != nil
             (frames, through) = Frames.snapshot(of: request.topic, engine: engine)
         }
@@ -396,6 +433,8 @@ final class LiveHub: Sendable {
             return
         }
         state.withLock { s in
+            // An unsubscribe or a disconnect during the catch-up wins: it changed the connection first.
+            guard connection.ending == nil, connection.topics.contains(request.topic) else { return }
             s.subscribers[request.topic, default: [:]][connection.id] = Subscriber(
                 connection: connection, skipThrough: through)
         }

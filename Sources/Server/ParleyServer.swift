@@ -86,7 +86,7 @@ struct LiveService: Service {
     func run() async throws {
         hub.start()
         try? await gracefulShutdown()
-        hub.stop()
+        await hub.stop()
         let deadline = ContinuousClock.now + grace
         while hub.connectionCount > 0, ContinuousClock.now < deadline {
             try? await Task.sleep(for: .milliseconds(20))

@@ -119,8 +119,10 @@ extension API {
                 let mapped = APIError(error)
                 return .init(status: mapped.status, body: mapped.body)
             } catch {
+                logger.error("command failed", metadata: ["error": "\(error)", "path": "\(request.uri.path)"])
                 return .init(
-                    status: .internalServerError, body: APIError(.internalServerError, "internal", "\(error)").body)
+                    status: .internalServerError,
+                    body: APIError(.internalServerError, "internal", "the server failed to answer; it was logged").body)
             }
         }
         let answer: IdempotencyCache.Answer
@@ -139,6 +141,19 @@ extension API {
             answer = await attempt()
         }
         return JSONBody.response(answer.body, status: answer.status)
+    }
+
+    /// A room-scoped command's room, of which the caller must be a member: 404 otherwise, as for queries —
+    /// whether a room (or a message in it) exists is its members' business.
+    func requireMember(_ user: UserID, _ room: RoomID) throws(APIError) {
+        guard engine.isMember(user, of: room) else { throw .notFound("no room \(room) among yours") }
+    }
+
+    /// An activity-scoped command's activity, which the caller must host or be invited to: 404 otherwise.
+    func requireInvolved(_ user: UserID, _ activity: ActivityID) throws(APIError) {
+        guard let view = engine.activity(activity),
+            view.host == user || view.guests.contains(where: { $0.user == user })
+        else { throw .notFound("no activity \(activity) among yours") }
     }
 
     func registerCommands(_ t: RouteTable) {
@@ -283,7 +298,8 @@ extension API {
         ) { request, context in
             let room = RoomID(try context.parameters.id("room"))
             return try await command(request, context) { user, _ in
-                Answers.position(try await engine.leave(room, user: user))
+                try requireMember(user, room)
+                return Answers.position(try await engine.leave(room, user: user))
             }
         }
         t.add(
@@ -295,6 +311,7 @@ extension API {
         ) { request, context in
             let room = RoomID(try context.parameters.id("room"))
             return try await command(request, context, status: .created) { user, body in
+                try requireMember(user, room)
                 let b = try JSONBody.decode(MessageBody.self, from: body)
                 return Answers.sent(
                     try await engine.sendMessage(
@@ -326,6 +343,7 @@ extension API {
             let room = RoomID(try context.parameters.id("room"))
             let message = MessageID(try context.parameters.id("message"))
             return try await command(request, context) { user, body in
+                try requireMember(user, room)
                 let b = try JSONBody.decode(EditBody.self, from: body)
                 return Answers.position(try await engine.editMessage(message, in: room, by: user, body: b.body))
             }
@@ -339,7 +357,8 @@ extension API {
             let room = RoomID(try context.parameters.id("room"))
             let message = MessageID(try context.parameters.id("message"))
             return try await command(request, context) { user, _ in
-                Answers.position(try await engine.deleteMessage(message, in: room, by: user))
+                try requireMember(user, room)
+                return Answers.position(try await engine.deleteMessage(message, in: room, by: user))
             }
         }
         t.add(
@@ -350,7 +369,8 @@ extension API {
         ) { request, context in
             let room = RoomID(try context.parameters.id("room"))
             return try await command(request, context) { user, _ in
-                Answers.position(try await engine.hideRoom(room, user: user))
+                try requireMember(user, room)
+                return Answers.position(try await engine.hideRoom(room, user: user))
             }
         }
         t.add(
@@ -361,6 +381,7 @@ extension API {
         ) { request, context in
             let room = RoomID(try context.parameters.id("room"))
             return try await command(request, context) { user, body in
+                try requireMember(user, room)
                 let upTo =
                     body.readableBytes == 0 ? nil : try JSONBody.decode(ReadBody.self, from: body).upTo
                 return Answers.position(try await engine.markRead(room, user: user, upTo: upTo.map(MessageID.init)))
@@ -393,6 +414,7 @@ extension API {
         ) { request, context in
             let activity = ActivityID(try context.parameters.id("activity"))
             return try await command(request, context) { user, body in
+                try requireInvolved(user, activity)
                 let b = try JSONBody.decode(ActivityPatchBody.self, from: body)
                 let patch = ActivityUpdated(
                     activity: activity, title: b.title, description: b.description,
@@ -409,7 +431,8 @@ extension API {
         ) { request, context in
             let activity = ActivityID(try context.parameters.id("activity"))
             return try await command(request, context) { user, _ in
-                Answers.position(try await engine.cancelActivity(activity, by: user))
+                try requireInvolved(user, activity)
+                return Answers.position(try await engine.cancelActivity(activity, by: user))
             }
         }
         t.add(
@@ -420,6 +443,7 @@ extension API {
         ) { request, context in
             let activity = ActivityID(try context.parameters.id("activity"))
             return try await command(request, context) { user, body in
+                try requireInvolved(user, activity)
                 let b = try JSONBody.decode(GuestsBody.self, from: body)
                 return Answers.position(try await engine.invite(b.guests.map(UserID.init), to: activity, by: user))
             }
@@ -433,7 +457,8 @@ extension API {
             let activity = ActivityID(try context.parameters.id("activity"))
             let guest = UserID(try context.parameters.id("guest"))
             return try await command(request, context) { user, _ in
-                Answers.position(try await engine.revokeInvitation(guest, from: activity, by: user))
+                try requireInvolved(user, activity)
+                return Answers.position(try await engine.revokeInvitation(guest, from: activity, by: user))
             }
         }
         t.add(
@@ -444,6 +469,7 @@ extension API {
         ) { request, context in
             let activity = ActivityID(try context.parameters.id("activity"))
             return try await command(request, context) { user, body in
+                try requireInvolved(user, activity)
                 let b = try JSONBody.decode(RSVPBody.self, from: body)
                 return Answers.position(try await engine.rsvp(activity, user: user, answer: b.answer))
             }

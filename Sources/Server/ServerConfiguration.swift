@@ -18,7 +18,13 @@ public struct ServerConfiguration: Sendable {
     /// Bytes of changes queued for one live connection before it is closed as too slow.
     public var maximumQueuedBytes = 4 << 20
     /// Events a `since` catch-up reads at most; a client further behind gets the current view again.
-    public var catchUpLimit: UInt64 = 100_000
+    public var catchUpLimit: UInt64 = 20_000
+    /// Live connections one user may hold at once.
+    public var maximumConnectionsPerUser = 16
+    /// Live connections the server holds at once.
+    public var maximumConnections = 50_000
+    /// Frames per second a live client may send on average (bursts of 4 times as many).
+    public var clientFramesPerSecond: Double = 10
     /// How long a stop waits for in-flight requests and live connections.
     public var shutdownGrace: Duration = .seconds(10)
     /// How long a live client has to send its `auth` frame when it connected without a token.

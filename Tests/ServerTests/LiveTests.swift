@@ -58,12 +58,14 @@ extension WebSocketWire {
 }
 
 /// Sends `count` messages from bob in r1, with ids `prefix0`…; their bodies are `size` characters.
-func send(_ engine: Engine, _ count: Int, prefix: String, size: Int = 10) async throws -> [String] {
+func send(_ engine: Engine, _ count: Int, prefix: String, size: Int = 10, from sender: String = "bob") async throws
+    -> [String]
+{
     var ids: [String] = []
     for index in 0..<count {
         let id = "\(prefix)\(index)"
         try await engine.sendMessage(
-            in: RoomID("r1"), from: UserID("bob"), body: String(repeating: "b", count: size), message: MessageID(id))
+            in: RoomID("r1"), from: UserID(sender), body: String(repeating: "b", count: size), message: MessageID(id))
         ids.append(id)
     }
     return ids
@@ -140,6 +142,25 @@ func send(_ engine: Engine, _ count: Int, prefix: String, size: Int = 10) async 
             try await engine.hideRoom(RoomID("d1"), user: UserID("carol"))
             let hidden = try #require(try await carol.frame())
             #expect(hidden.type == "roomRemoved" && hidden.topic == "rooms", "\(hidden)")
+        }
+    }
+
+    /// A member who leaves a room stops getting its messages, at the event that ended their membership.
+    @Test func leavingARoomEndsItsSubscription() async throws {
+        let harness = try await Harness()
+        try await seedWorld(harness.engine)
+        let engine = harness.engine
+        try await harness.test { client in
+            let bob = try await client.live(as: "bob")
+            try await bob.subscribe("room:r1")
+            _ = try await bob.catchUp()
+            let left = try await engine.leave(RoomID("r1"), user: UserID("bob"))
+            let frame = try #require(try await bob.frame())
+            #expect(frame.type == "unsubscribed" && frame.topic == "room:r1" && frame.position == left.rawValue)
+            _ = try await send(engine, 1, prefix: "after", from: "alice")
+            // Nothing more for r1: the next frame bob gets is the error for subscribing to it again.
+            try await bob.subscribe("room:r1")
+            #expect(try await bob.frame()?.code == "notFound")
         }
     }
 

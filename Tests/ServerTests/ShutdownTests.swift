@@ -96,6 +96,9 @@ struct CLIFailure: Error, CustomStringConvertible {
             setup, "/v1/rooms", user: "u0", json: #"{"room":"load","name":"Load","members":[\#(members)]}"#)
         #expect(room.status == 201)
 
+        // A live client, to be closed with 1001 when the server stops.
+        let watcher = try await WebSocketWire(port: server.port, token: try await token("u1"))
+        try await watcher.subscribe("room:load")
         let acknowledged = PlainMutex<[String]>([])
         let refused = PlainMutex<[Int]>([])
         let port = server.port
@@ -130,6 +133,12 @@ struct CLIFailure: Error, CustomStringConvertible {
             }
             try await group.waitForAll()
         }
+        // The live client got its changes, then the 1001 close.
+        var closeCode: Int?
+        while closeCode == nil {
+            if case .close(let code) = try await watcher.receive() { closeCode = code }
+        }
+        #expect(closeCode == 1001)
         let status = try await server.waitForExit(within: .seconds(30))
         #expect(status == 0, "\(server.errorOutput)")
         #expect(server.errorOutput.contains("the log is closed cleanly"), "\(server.errorOutput)")
