@@ -14,7 +14,8 @@ struct ImportCommand: ParsableCommand {
             (or ids derived from the export's keys), so importing the same file again appends nothing new. \
             After a Firebase import the export's denormalised copies (ChatRooms, UsersChatRooms, user-messages) \
             are compared with the engine's own answers and disagreements are printed as warnings; they are \
-            never imported as truth. Creates the data directory when it does not exist.
+            never imported as truth. Every collection, node or field of an export that is not imported is named \
+            in a note. Creates the data directory when it does not exist.
             """)
     @OptionGroup var global: GlobalOptions
     @Argument(help: "The file to import.") var file: String

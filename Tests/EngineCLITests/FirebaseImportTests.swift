@@ -224,4 +224,100 @@ struct FirebaseImportTests {
         let table = try sandbox.ok("query", "rooms", "--user", "wU1")
         #expect(table.lines.last?.hasPrefix("chatA  direct  rexdad  See you there") == true)
     }
+
+    /// WagChat as its code writes it (`Chats`, `senderName`, `id`, `created` a Firestore timestamp), saved by
+    /// node-firestore-import-export.
+    static let wagChatAsWritten = """
+        {"__collections__":{
+          "users":{
+            "uidMona":{"uid":"uidMona","username":"mona","photoUrl":"https://icon-library.com/images/corgi-icon/corgi-icon-7.jpg","__collections__":{}},
+            "uidTram":{"uid":"uidTram","username":"tram","photoUrl":"https://icon-library.com/images/corgi-icon/corgi-icon-7.jpg","location":"Seattle","dogInfo":"Biscuit","about":"Morning walks","__collections__":{}}
+          },
+          "Chats":{
+            "8fQ2":{"users":["uidTram","uidMona"],"__collections__":{"thread":{
+              "Kx1":{"content":"Walk at 5?","created":{"__datatype__":"timestamp","value":{"_seconds":1612544400,"_nanoseconds":0}},"id":"0D5A1C2E-3F40-4B5C-8D6E-7F8091A2B3C4","senderID":"uidMona","senderName":"uidMona","__collections__":{}},
+              "Kx2":{"content":"Yes!","created":{"__datatype__":"timestamp","value":{"_seconds":1612544460,"_nanoseconds":500000000}},"id":"0D5A1C2E-3F40-4B5C-8D6E-7F8091A2B3C5","senderID":"uidTram","senderName":"uidTram","__collections__":{}}
+            }}}
+          }
+        }}
+        """
+
+    @Test func wagChatAsItsCodeWritesItImportsEveryChat() throws {
+        let sandbox = try Sandbox()
+        let file = try sandbox.file("wagchat-export.json", Self.wagChatAsWritten)
+        let summary = try #require(try sandbox.ok("import", file, "--json").json() as? [String: Any])
+        #expect(summary["format"] as? String == "firestore-json")
+        #expect(summary["appended"] as? Int == 7)  // two users, their profiles, the chat, two messages
+        #expect(summary["invalid"] as? Int == 0)
+        #expect(
+            summary["notes"] as? [String] == [
+                "not imported: Chats/*/thread/*/id (2 records, e.g. Chats/8fQ2/thread/Kx1/id)"
+            ])
+
+        let tram: [RoomRowJSON] = try sandbox.ok("query", "rooms", "--user", "uidTram", "--json").decode()
+        #expect(
+            tram == [
+                RoomRowJSON(
+                    room: "8fQ2", kind: "direct", title: "mona",
+                    counterpart: CounterpartJSON(
+                        user: "uidMona", name: "mona",
+                        photoURL: "https://icon-library.com/images/corgi-icon/corgi-icon-7.jpg"),
+                    lastMessage: LastMessageJSON(
+                        id: "Kx2", sender: "uidTram", preview: "Yes!", time: "2021-02-05T17:01:00.500Z"),
+                    unread: 0)
+            ])
+        let page: MessagePageJSON = try sandbox.ok("query", "messages", "--room", "8fQ2", "--json").decode()
+        #expect(
+            page.messages == [
+                MessageJSON(
+                    id: "Kx1", sender: "uidMona", kind: "text", body: "Walk at 5?", time: "2021-02-05T17:00:00.000Z",
+                    edited: false, deleted: false),
+                MessageJSON(
+                    id: "Kx2", sender: "uidTram", kind: "text", body: "Yes!", time: "2021-02-05T17:01:00.500Z",
+                    edited: false, deleted: false),
+            ])
+
+        // Named as the format, it is read the same way (it used to import the users and drop every chat).
+        let again: ImportSummary = try sandbox.ok("import", file, "--format", "firestore-json", "--json").decode()
+        #expect(again.appended == 0)
+        #expect(again.duplicates == 7)
+        let table = try sandbox.ok("import", file)
+        #expect(table.stderr.contains("note: not imported: Chats/*/thread/*/id"), "\(table)")
+    }
+
+    /// LikeMinds as its code writes it: `sentBy` is the sender's name, `imageUrl` "x" is "no photo", `ChatRooms`
+    /// holds `lastMessage` (stale for the second room).
+    static let likeMindsAsWritten =
+        likeMinds
+        .replacingOccurrences(of: #""sentBy": "+14155550101""#, with: #""sentBy": "Asha""#)
+        .replacingOccurrences(of: #""sentBy": "+14155550102""#, with: #""sentBy": "Ben""#)
+        .replacingOccurrences(of: #""sentBy": "+14155550103""#, with: #""sentBy": "Chen""#)
+        .replacingOccurrences(of: #""lastMessageBody""#, with: #""lastMessage""#)
+        .replacingOccurrences(of: #"{ "name": "Ben" }"#, with: #"{ "name": "Ben", "imageUrl": "x" }"#)
+
+    @Test func likeMindsAsItsCodeWritesItImportsWithSendersFoundByName() throws {
+        #expect(Self.likeMindsAsWritten.contains(#""sentBy": "Chen""#))
+        #expect(Self.likeMindsAsWritten.contains(#""imageUrl": "x""#))
+        let sandbox = try Sandbox()
+        let file = try sandbox.file("likeminds.json", Self.likeMindsAsWritten)
+        let summary = try #require(try sandbox.ok("import", file, "--json").json() as? [String: Any])
+        #expect(summary["appended"] as? Int == 3 + 1 + 2 + 6)
+        let notes = try #require(summary["notes"] as? [String])
+        #expect(notes.first?.hasPrefix("Messages/*/*/sentBy holds display names") == true)
+        #expect(
+            notes.contains(
+                #"not imported: Users/*/imageUrl "x", LikeMinds' "no photo" (at Users/+14155550102/imageUrl)"#))
+        // The stale `lastMessage` is compared with what the messages say, as `lastMessageBody` was.
+        let warnings = try #require(summary["warnings"] as? [String])
+        #expect(warnings.count == 1)
+        #expect(warnings.first?.contains("room -Nroom2: the export says its last message is 'Hello Chen'") == true)
+
+        let page: MessagePageJSON = try sandbox.ok("query", "messages", "--room=-Nroom1", "--json").decode()
+        #expect(page.messages.map(\.sender) == ["+14155550101", "+14155550102", "+14155550101", "+14155550102"])
+        let ben = try #require(
+            try sandbox.ok("query", "profile", "--user", "+14155550102", "--json").json() as? [String: Any])
+        #expect(ben["photoURL"] is NSNull)
+        let again: ImportSummary = try sandbox.ok("import", file, "--json").decode()
+        #expect(again.appended == 0)
+    }
 }

@@ -1,125 +1,221 @@
 import EventLog
 import Foundation
 
-/// Firebase exports → events. The apps' denormalised nodes (`ChatRooms`, `UsersChatRooms`, `user-messages`)
-/// are kept aside as expectations to check after import; the engine derives its own answers.
+/// Firebase Realtime Database exports → events. The apps' denormalised nodes (`ChatRooms`, `UsersChatRooms`,
+/// `user-messages`) are kept aside as expectations to check after import; the engine derives its own answers.
 extension ImportPlan {
     /// The LikeMinds shape (`Users`, `Messages`, `UsersChatRooms`, `ChatRooms`) and the ChatApp shape
     /// (`users`, `messages`, `user-messages`).
     mutating func readRealtimeDatabase(_ root: [String: Any]) {
-        if root["chats"] != nil || root["__collections__"] != nil {
+        if let marker = ImportFormat.firestoreMarker(in: root) {
             problems.append(
                 ImportProblem(
                     path: "/", code: "wrongFormat",
                     message:
-                        "this is a Firestore export (it has a \(root["chats"] != nil ? "chats" : "__collections__") "
-                        + "collection), not a Realtime Database one: use --format firestore-json"))
+                        "this is a Firestore export (it has \(marker)), not a Realtime Database one: use --format "
+                        + "firestore-json"))
             return
         }
-        let known: Set = ["Users", "Messages", "UsersChatRooms", "ChatRooms", "users", "messages", "user-messages"]
-        let unknown = root.keys.filter { !known.contains($0) }.sorted()
-        if !unknown.isEmpty { notes.append("ignored top-level nodes: \(unknown.joined(separator: ", "))") }
-        if root["Users"] != nil || root["Messages"] != nil || root["UsersChatRooms"] != nil {
+        let likeMindsOnly = ["UsersChatRooms", "ChatRooms"]
+        if root["Users"] != nil || root["Messages"] != nil
+            || root.keys.contains(where: { key in likeMindsOnly.contains { ExportRecord.matches(key, $0) } })
+        {
             readLikeMinds(root)
         } else if root["users"] != nil || root["messages"] != nil {
+            let known: Set = ["users", "messages", "user-messages"]
+            for node in root.keys.sorted() where !known.contains(node) { notes.append("not imported: node \(node)") }
             readChatApp(root)
         } else {
+            let found = root.isEmpty ? "none" : root.keys.sorted().joined(separator: ", ")
             problems.append(
                 ImportProblem(
                     path: "/", code: "unknownShape",
                     message:
-                        "no Users/Messages (LikeMinds) or users/messages (ChatApp) node: not a known Firebase export"))
+                        "unrecognised Realtime Database layout (top-level nodes: \(found)): not a known Firebase "
+                        + "export; LikeMinds' has Users, Messages, UsersChatRooms and ChatRooms, ChatApp's has users, "
+                        + "messages and user-messages"))
         }
     }
 
     // MARK: LikeMinds
 
+    /// What LikeMinds writes as `imageUrl` when the user chose no photo.
+    static let likeMindsNoPhoto = "x"
+
+    /// LikeMinds as its `FirebaseChatManager` writes it: `Users/<phone>` {name, imageUrl}, `UsersChatRooms/<phone>/
+    /// <room>` {senderName, senderImage: the partner's}, `ChatRooms/<room>` {lastMessage, lastMessageTimeStamp} and
+    /// `Messages/<room>/<push>` {body, sentBy, timeStamp}, where `sentBy` is the sender's display name (an id in
+    /// `sentBy` and the write-up's `lastMessageBody` are read too).
     private mutating func readLikeMinds(_ root: [String: Any]) {
-        let users = dictionary(root["Users"], path: "Users")
+        var top = ExportRecord(root, path: "", pattern: "")
+        defer {
+            for node in top.unreadKeys { notes.append("not imported: node \(node)") }
+        }
+        let usersNode = top.field("Users")
+        let usersName = usersNode?.key ?? "Users"
+        let users = dictionary(usersNode?.value, path: usersName)
+        var names: [String: String] = [:]
         for key in users.keys.sorted() {
-            guard let user = dictionary(users[key], path: "Users/\(key)", required: true) as [String: Any]?,
-                !user.isEmpty || users[key] is [String: Any]
-            else { continue }
-            let name = Loose.string(user["name"])
+            let path = "\(usersName)/\(key)"
+            guard let fields = users[key] as? [String: Any] else {
+                if !(users[key] is NSNull) {
+                    problems.append(ImportProblem(path: path, code: "notAnObject", message: "\(path) is not an object"))
+                }
+                continue
+            }
+            var user = ExportRecord(fields, path: path, pattern: "\(usersName)/*")
+            defer { finish(user) }
+            let name = user.string("name")
+            names[key] = name
             add(
                 .userRegistered(UserRegistered(user: UserID(key), method: .phone, phone: key, name: name)),
-                idKey: "likeminds/Users/\(key)", time: nil, path: "Users/\(key)")
-            if let image = Loose.string(user["imageUrl"]), !image.isEmpty {
-                add(
-                    .profileUpdated(ProfileUpdated(user: UserID(key), photoURL: image)),
-                    idKey: "likeminds/Users/\(key)/imageUrl", time: nil, path: "Users/\(key)/imageUrl")
+                idKey: "likeminds/Users/\(key)", time: nil, path: path)
+            guard let image = user.field("imageUrl"), let url = Loose.string(image.value), !url.isEmpty else {
+                continue
             }
+            if url == Self.likeMindsNoPhoto {
+                unimported.add(
+                    "\(usersName)/*/\(image.key) \"\(url)\", LikeMinds' \"no photo\"", at: "\(path)/\(image.key)")
+                continue
+            }
+            add(
+                .profileUpdated(ProfileUpdated(user: UserID(key), photoURL: url)),
+                idKey: "likeminds/Users/\(key)/imageUrl", time: nil, path: "\(path)/\(image.key)")
         }
-        // Who is in which room: from UsersChatRooms (the only place that names the receiver), plus senders.
+        // Who is in which room: UsersChatRooms is the only node that names the receiver. Each user's entry for a
+        // room holds the partner's name as it was when the room began.
         var membersByRoom: [String: Set<String>] = [:]
-        let userRooms = dictionary(root["UsersChatRooms"], path: "UsersChatRooms")
+        var partnerNames: [String: [String: String]] = [:]
+        let userRoomsNode = top.field("UsersChatRooms")
+        let userRoomsName = userRoomsNode?.key ?? "UsersChatRooms"
+        let userRooms = dictionary(userRoomsNode?.value, path: userRoomsName)
         for user in userRooms.keys.sorted() {
-            let rooms = dictionary(userRooms[user], path: "UsersChatRooms/\(user)")
-            for room in rooms.keys {
+            let rooms = dictionary(userRooms[user], path: "\(userRoomsName)/\(user)")
+            for room in rooms.keys.sorted() {
                 membersByRoom[room, default: []].insert(user)
                 expectedRoomsByUser[UserID(user), default: []].insert(RoomID(room))
+                guard let fields = rooms[room] as? [String: Any] else { continue }
+                var entry = ExportRecord(
+                    fields, path: "\(userRoomsName)/\(user)/\(room)", pattern: "\(userRoomsName)/*/*")
+                partnerNames[room, default: [:]][user] = entry.string("senderName")
+                finish(entry)
             }
         }
-        let messagesByRoom = dictionary(root["Messages"], path: "Messages")
-        var threads: [(room: String, messages: [(key: String, sender: String, body: String?, time: Int64?)])] = []
+        let messagesNode = top.field("Messages")
+        let messagesName = messagesNode?.key ?? "Messages"
+        let messagesByRoom = dictionary(messagesNode?.value, path: messagesName)
+        var threads: [(room: String, messages: [LikeMindsMessage])] = []
         for room in messagesByRoom.keys.sorted() {
-            let entries = dictionary(messagesByRoom[room], path: "Messages/\(room)")
-            var messages: [(key: String, sender: String, body: String?, time: Int64?)] = []
-            for key in entries.keys {
-                let path = "Messages/\(room)/\(key)"
-                guard let entry = entries[key] as? [String: Any] else {
+            let entries = dictionary(messagesByRoom[room], path: "\(messagesName)/\(room)")
+            var messages: [LikeMindsMessage] = []
+            for key in entries.keys.sorted() {
+                let path = "\(messagesName)/\(room)/\(key)"
+                guard let fields = entries[key] as? [String: Any] else {
                     problems.append(ImportProblem(path: path, code: "notAnObject", message: "\(path) is not an object"))
                     continue
                 }
-                guard let sender = Loose.string(entry["sentBy"]), !sender.isEmpty else {
+                var entry = ExportRecord(fields, path: path, pattern: "\(messagesName)/*/*")
+                defer { finish(entry) }
+                guard let sentBy = entry.string("sentBy"), !sentBy.isEmpty else {
                     problems.append(ImportProblem(path: path, code: "missingField", message: "\(path) has no sentBy"))
                     continue
                 }
-                let time = Loose.time(entry["timeStamp"])
-                if entry["timeStamp"] != nil && time == nil {
-                    problems.append(
-                        ImportProblem(path: path, code: "invalidTime", message: "\(path)/timeStamp is not a time"))
-                    continue
-                }
-                membersByRoom[room, default: []].insert(sender)
-                messages.append((key, sender, Loose.string(entry["body"]), time))
+                let time = time(entry.field("timeStamp"), in: path)
+                guard time.isValid else { continue }
+                messages.append(
+                    LikeMindsMessage(key: key, path: path, sentBy: sentBy, body: entry.string("body"), time: time.value)
+                )
             }
             messages.sort { ($0.time ?? 0, $0.key) < ($1.time ?? 0, $1.key) }
             threads.append((room, messages))
         }
+        var resolvedByName = 0
+        let conversations = items.count
+        defer { orderByTime(from: conversations) }
         for (room, messages) in threads where !messages.isEmpty {
-            let members = (membersByRoom[room] ?? []).sorted()
-            guard members.count == 2 else {
+            // A sentBy that is a member's or any user's id is an id (as older builds and the write-up have it);
+            // any other is a display name, told apart only once the room's two members are known.
+            let listed = membersByRoom[room] ?? []
+            var members = listed
+            for message in messages where listed.contains(message.sentBy) || users[message.sentBy] != nil {
+                members.insert(message.sentBy)
+            }
+            let pair = members.sorted()
+            guard pair.count == 2 else {
+                let named = Set(messages.map(\.sentBy)).subtracting(members).sorted()
                 problems.append(
                     ImportProblem(
-                        path: "Messages/\(room)", code: "roomMembers",
+                        path: "\(messagesName)/\(room)", code: "roomMembers",
                         message:
-                            "room \(room) has \(members.count) known member(s) (\(members.joined(separator: ", "))); "
-                            + "a LikeMinds chat has exactly two: list both in UsersChatRooms"))
+                            "room \(room) has \(pair.count) known member(s) (\(pair.joined(separator: ", "))); "
+                            + "a LikeMinds chat has exactly two: list both in \(userRoomsName)"
+                            + (named.isEmpty
+                                ? ""
+                                : "; the senders its messages name (\(named.map { "'\($0)'" }.joined(separator: ", "))) "
+                                    + "are matched by name once both members are known")))
                 continue
             }
-            let first = messages[0]
+            // A member's names: theirs in Users, and the one their partner's UsersChatRooms entry holds.
+            let namesOf = { (member: String) -> Set<String> in
+                let partner = member == pair[0] ? pair[1] : pair[0]
+                return Set([names[member], partnerNames[room]?[partner]].compactMap { $0 })
+            }
+            var resolved: [(message: LikeMindsMessage, sender: String)] = []
+            for message in messages {
+                if members.contains(message.sentBy) {
+                    resolved.append((message, message.sentBy))
+                    continue
+                }
+                let matches = pair.filter { namesOf($0).contains(message.sentBy) }
+                if matches.count == 1 {
+                    resolved.append((message, matches[0]))
+                    resolvedByName += 1
+                    continue
+                }
+                let who = pair.map { member in
+                    let known = namesOf(member).sorted().map { "'\($0)'" }.joined(separator: " or ")
+                    return "\(member) (\(known.isEmpty ? "no name" : known))"
+                }
+                problems.append(
+                    ImportProblem(
+                        path: message.path, code: matches.isEmpty ? "unknownSender" : "ambiguousSender",
+                        message: matches.isEmpty
+                            ? "\(message.path)/sentBy '\(message.sentBy)' names neither member of room \(room): "
+                                + "\(who.joined(separator: ", ")); LikeMinds stores the sender's display name"
+                            : "\(message.path)/sentBy '\(message.sentBy)' names both members of room \(room) "
+                                + "(\(who.joined(separator: ", "))): who sent it cannot be told"))
+            }
+            guard let first = resolved.first else { continue }
             add(
                 .roomCreated(
                     RoomCreated(
-                        room: RoomID(room), kind: .direct, by: UserID(first.sender), members: members.map { UserID($0) }
-                    )),
-                idKey: "likeminds/ChatRooms/\(room)", time: first.time, path: "Messages/\(room)")
-            for message in messages {
+                        room: RoomID(room), kind: .direct, by: UserID(first.sender), members: pair.map { UserID($0) })
+                ),
+                idKey: "likeminds/ChatRooms/\(room)", time: first.message.time, path: "\(messagesName)/\(room)")
+            for (message, sender) in resolved {
                 add(
                     .messageSent(
                         MessageSent(
-                            room: RoomID(room), message: MessageID(message.key), sender: UserID(message.sender),
-                            kind: .text, body: message.body)),
-                    idKey: "likeminds/Messages/\(room)/\(message.key)", time: message.time,
-                    path: "Messages/\(room)/\(message.key)")
+                            room: RoomID(room), message: MessageID(message.key), sender: UserID(sender), kind: .text,
+                            body: message.body)),
+                    idKey: "likeminds/Messages/\(room)/\(message.key)", time: message.time, path: message.path)
             }
         }
-        let chatRooms = dictionary(root["ChatRooms"], path: "ChatRooms")
-        for (room, value) in chatRooms {
-            if let body = Loose.string((value as? [String: Any])?["lastMessageBody"]) {
+        if resolvedByName > 0 {
+            notes.append(
+                "\(messagesName)/*/*/sentBy holds display names (LikeMinds writes the sender's name): "
+                    + "\(resolvedByName) matched to the one member of their room with that name")
+        }
+        let chatRoomsNode = top.field("ChatRooms")
+        let chatRoomsName = chatRoomsNode?.key ?? "ChatRooms"
+        let chatRooms = dictionary(chatRoomsNode?.value, path: chatRoomsName)
+        for room in chatRooms.keys.sorted() {
+            guard let fields = chatRooms[room] as? [String: Any] else { continue }
+            var entry = ExportRecord(fields, path: "\(chatRoomsName)/\(room)", pattern: "\(chatRoomsName)/*")
+            if let body = entry.string("lastMessage", "lastMessageBody") {
                 expectedLastMessages[RoomID(room)] = body
             }
+            finish(entry)
         }
     }
 
@@ -167,14 +263,10 @@ extension ImportPlan {
                     ImportProblem(path: path, code: "missingField", message: "\(path) needs fromId and toId"))
                 continue
             }
-            let time = Loose.time(entry["timestamp"])
-            if entry["timestamp"] != nil && time == nil {
-                problems.append(
-                    ImportProblem(path: path, code: "invalidTime", message: "\(path)/timestamp is not a time"))
-                continue
-            }
+            let time = time(entry["timestamp"].map { ("timestamp", $0) }, in: path)
+            guard time.isValid else { continue }
             var message = Message(
-                key: key, from: from, to: to, time: time, kind: .text, body: Loose.string(entry["text"]))
+                key: key, from: from, to: to, time: time.value, kind: .text, body: Loose.string(entry["text"]))
             let width = integer(entry["imageWidth"], path: path + "/imageWidth", in: Self.pixels)
             let height = integer(entry["imageHeight"], path: path + "/imageHeight", in: Self.pixels)
             guard width.isValid, height.isValid else { continue }
@@ -217,151 +309,11 @@ extension ImportPlan {
         }
     }
 
-    // MARK: Firestore (WagChat)
-
-    mutating func readFirestore(_ root: [String: Any]) {
-        let collections = (root["__collections__"] as? [String: Any]) ?? root
-        let realtimeNodes = ["Users", "Messages", "UsersChatRooms", "ChatRooms", "messages", "user-messages"]
-            .filter { collections[$0] != nil }
-        if collections["chats"] == nil, let node = realtimeNodes.first {
-            problems.append(
-                ImportProblem(
-                    path: "/", code: "wrongFormat",
-                    message:
-                        "this is a Firebase Realtime Database export (it has a \(node) node and no chats collection), "
-                        + "not a Firestore one: use --format firebase-rtdb"))
-            return
-        }
-        if collections["users"] == nil && collections["chats"] == nil {
-            problems.append(
-                ImportProblem(
-                    path: "/", code: "unknownShape",
-                    message: "no users or chats collection: not a known Firestore export (WagChat's shape)"))
-            return
-        }
-        let unknown = collections.keys.filter { $0 != "users" && $0 != "chats" }.sorted()
-        if !unknown.isEmpty { notes.append("ignored collections: \(unknown.joined(separator: ", "))") }
-        let users = dictionary(collections["users"], path: "users")
-        for key in users.keys.sorted() {
-            let path = "users/\(key)"
-            guard let user = users[key] as? [String: Any] else {
-                problems.append(ImportProblem(path: path, code: "notAnObject", message: "\(path) is not a document"))
-                continue
-            }
-            let name = Loose.string(user["username"])
-            add(
-                .userRegistered(UserRegistered(user: UserID(key), method: .import, name: name)),
-                idKey: "wagchat/users/\(key)", time: nil, path: path)
-            // A coordinate or an age that is not a plausible number is a problem of this user's profile: the
-            // registration is kept, the profile update is not (a NaN would not export, 1e30 is no age).
-            var isValid = true
-            var location: Location?
-            if let text = Loose.string(user["location"]) {
-                location = Location(city: text)
-            } else if let object = user["location"] as? [String: Any] {
-                let lat = number(
-                    object["lat"] ?? object["latitude"],
-                    path: path + "/location/" + (object["lat"] != nil ? "lat" : "latitude"),
-                    in: -90...90)
-                let lon = number(
-                    object["lon"] ?? object["longitude"],
-                    path: path + "/location/" + (object["lon"] != nil ? "lon" : "longitude"),
-                    in: -180...180)
-                isValid = isValid && lat.isValid && lon.isValid
-                location = Location(city: Loose.string(object["city"]), lat: lat.value, lon: lon.value)
-            }
-            var dogs: [Dog]?
-            if let text = Loose.string(user["dogInfo"]), !text.isEmpty {
-                dogs = [Dog(name: text)]
-            } else if let object = user["dogInfo"] as? [String: Any], let dogName = Loose.string(object["name"]) {
-                let age = integer(object["age"] ?? object["ageYears"], path: path + "/dogInfo/age", in: Self.dogYears)
-                isValid = isValid && age.isValid
-                dogs = [Dog(name: dogName, breed: Loose.string(object["breed"]), ageYears: age.value)]
-            } else if let list = user["dogInfo"] as? [[String: Any]] {
-                dogs = []
-                for (index, dog) in list.enumerated() {
-                    guard let dogName = Loose.string(dog["name"]) else { continue }
-                    let age = integer(
-                        dog["age"] ?? dog["ageYears"], path: path + "/dogInfo/\(index)/age", in: Self.dogYears)
-                    isValid = isValid && age.isValid
-                    dogs?.append(Dog(name: dogName, breed: Loose.string(dog["breed"]), ageYears: age.value))
-                }
-            }
-            guard isValid else { continue }
-            let photo = Loose.string(user["photoUrl"]).flatMap { $0.isEmpty ? nil : $0 }
-            let about = Loose.string(user["about"])
-            if location != nil || dogs != nil || photo != nil || about != nil {
-                add(
-                    .profileUpdated(
-                        ProfileUpdated(user: UserID(key), photoURL: photo, about: about, location: location, dogs: dogs)
-                    ),
-                    idKey: "wagchat/users/\(key)/profile", time: nil, path: path)
-            }
-        }
-        let chats = dictionary(collections["chats"], path: "chats")
-        for key in chats.keys.sorted() {
-            let path = "chats/\(key)"
-            guard let chat = chats[key] as? [String: Any] else {
-                problems.append(ImportProblem(path: path, code: "notAnObject", message: "\(path) is not a document"))
-                continue
-            }
-            guard let members = (chat["users"] as? [Any])?.compactMap(Loose.string), members.count == 2 else {
-                problems.append(
-                    ImportProblem(
-                        path: path + "/users", code: "roomMembers", message: "\(path)/users must list two users"))
-                continue
-            }
-            let thread =
-                (chat["thread"] as? [String: Any])
-                ?? ((chat["__collections__"] as? [String: Any])?["thread"] as? [String: Any]) ?? [:]
-            var messages: [(key: String, sender: String, content: String?, name: String?, time: Int64?)] = []
-            for (messageKey, value) in thread {
-                let messagePath = "\(path)/thread/\(messageKey)"
-                guard let message = value as? [String: Any], let sender = Loose.string(message["senderID"]) else {
-                    problems.append(
-                        ImportProblem(
-                            path: messagePath, code: "missingField", message: "\(messagePath) needs a senderID"))
-                    continue
-                }
-                let time = Loose.time(message["created"])
-                if message["created"] != nil && time == nil {
-                    problems.append(
-                        ImportProblem(
-                            path: messagePath, code: "invalidTime", message: "\(messagePath)/created is not a time"))
-                    continue
-                }
-                messages.append(
-                    (
-                        messageKey, sender, Loose.string(message["content"]), Loose.string(message["senderUsername"]),
-                        time
-                    ))
-            }
-            messages.sort { ($0.time ?? 0, $0.key) < ($1.time ?? 0, $1.key) }
-            let creator = messages.first?.sender ?? members[0]
-            add(
-                .roomCreated(
-                    RoomCreated(
-                        room: RoomID(key), kind: .direct, by: UserID(creator), members: members.map { UserID($0) })),
-                idKey: "wagchat/chats/\(key)", time: messages.first?.time, path: path)
-            for message in messages {
-                add(
-                    .messageSent(
-                        MessageSent(
-                            room: RoomID(key), message: MessageID(message.key), sender: UserID(message.sender),
-                            kind: .text, body: message.content, senderName: message.name)),
-                    idKey: "wagchat/chats/\(key)/thread/\(message.key)", time: message.time,
-                    path: "\(path)/thread/\(message.key)")
-            }
-        }
-    }
-
     /// Image and video sizes a message may state.
     static let pixels = 0...1_000_000
-    /// Dog ages a profile may state.
-    static let dogYears = 0...100
 
     /// A node that should be an object; a missing one is empty, a wrong-typed one is a problem.
-    private mutating func dictionary(_ value: Any?, path: String, required: Bool = false) -> [String: Any] {
+    private mutating func dictionary(_ value: Any?, path: String) -> [String: Any] {
         guard let value else { return [:] }
         if let object = value as? [String: Any] { return object }
         if value is NSNull { return [:] }
@@ -377,4 +329,14 @@ public enum ChatAppRooms {
         let pair = [first, second].sorted()
         return "dm_\(pair[0])_\(pair[1])"
     }
+}
+
+/// One LikeMinds message as read, before its sender is known.
+private struct LikeMindsMessage {
+    var key: String
+    var path: String
+    /// The sender's display name (what the app writes) or id.
+    var sentBy: String
+    var body: String?
+    var time: Int64?
 }

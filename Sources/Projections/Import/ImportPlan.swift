@@ -11,9 +11,9 @@ public enum ImportFormat: String, Sendable, CaseIterable {
     case firestoreJSON = "firestore-json"
 
     /// Guesses the format from the file's bytes: JSON Lines when the first line is an event object, a
-    /// Firestore export when there is a `chats` collection, a Realtime Database export when the file is one
-    /// other JSON object, JSON Lines otherwise (so that a bad line is reported with its number). A byte-order
-    /// mark and a CRLF line end are ignored, and the first line is read whole, however long.
+    /// Firestore export when ``firestoreMarker(in:)`` finds one of its marks, a Realtime Database export when the
+    /// file is one other JSON object, JSON Lines otherwise (so that a bad line is reported with its number). A
+    /// byte-order mark and a CRLF line end are ignored, and the first line is read whole, however long.
     public static func guess(_ data: Data) -> ImportFormat {
         let bytes = data.withoutByteOrderMark
         let lineEnd = bytes.firstIndex(of: 0x0A) ?? bytes.endIndex
@@ -21,17 +21,34 @@ public enum ImportFormat: String, Sendable, CaseIterable {
         let first = try? JSONSerialization.jsonObject(with: Data(firstLine))
         if let object = first as? [String: Any], object["type"] is String { return .jsonl }
         let whole = lineEnd == bytes.endIndex ? first : try? JSONSerialization.jsonObject(with: Data(bytes))
-        guard let object = whole as? [String: Any] else {
+        if let whole, firestoreMarker(in: whole) != nil { return .firestoreJSON }
+        guard whole is [String: Any] else {
             // A pretty-printed document that does not parse (bad bytes, a syntax error) is still one document:
             // read as one, its error is about the document rather than about each of its lines.
             guard firstLine.allSatisfy({ [0x20, 0x09, 0x0D, UInt8(ascii: "{")].contains($0) }),
                 firstLine.contains(UInt8(ascii: "{"))
             else { return .jsonl }
-            let isFirestore = [#""chats""#, #""__collections__""#].contains { bytes.range(of: Data($0.utf8)) != nil }
+            let marks = [#""chats""#, #""Chats""#, #""__collections__""#, #""__datatype__""#, #""__time__""#]
+            let isFirestore = marks.contains { bytes.range(of: Data($0.utf8)) != nil }
             return isFirestore ? .firestoreJSON : .firebaseRTDB
         }
-        if object["chats"] != nil || object["__collections__"] != nil { return .firestoreJSON }
         return .firebaseRTDB
+    }
+
+    /// What marks `root` as a Firestore export rather than a Realtime Database one, as a phrase for messages (`a
+    /// Chats collection`); nil when nothing does. The marks: node-firestore-import-export's `__collections__`, the
+    /// REST API's documents, and WagChat's chats collection in any case.
+    static func firestoreMarker(in root: Any) -> String? {
+        if let entries = root as? [Any] {
+            let first = entries.first as? [String: Any]
+            let document = (first?["document"] as? [String: Any]) ?? first
+            return document.map(FirestoreExport.isRESTDocument) == true ? "REST API documents" : nil
+        }
+        guard let object = root as? [String: Any] else { return nil }
+        if object[FirestoreExport.subCollectionsKey] != nil { return "a \(FirestoreExport.subCollectionsKey) envelope" }
+        if object["documents"] is [Any] || FirestoreExport.isRESTDocument(object) { return "REST API documents" }
+        if let chats = ExportRecord.key(matching: "chats", in: object.keys) { return "a \(chats) collection" }
+        return nil
     }
 }
 
@@ -85,8 +102,11 @@ public struct ImportPlan: Sendable {
     public var expectedLastMessages: [RoomID: String] = [:]
     /// Denormalised room lists per user (`UsersChatRooms`, `user-messages`): checked, never imported.
     public var expectedRoomsByUser: [UserID: Set<RoomID>] = [:]
-    /// Notes on how the file was read (time units guessed, fields ignored).
+    /// Notes on how the file was read: what was not imported (collections, nodes, fields, each named), how
+    /// values were read (display names matched to users).
     public var notes: [String] = []
+    /// What the readers saw and did not import, named in ``notes`` once the file is read.
+    var unimported = UnimportedParts()
 
     public init() {}
 
@@ -95,6 +115,17 @@ public struct ImportPlan: Sendable {
             Item(
                 envelope: EventEnvelope(event: event, id: EventID.derived(from: idKey), time: time), line: line,
                 path: path))
+    }
+
+    /// Puts the items from `start` on in time order, those without a time first, keeping the file's order among
+    /// equal times (a room before its first message). An export's rooms then reach the log as their messages were
+    /// sent, not room after room, and a room list, ordered by log position, shows them as the app did.
+    mutating func orderByTime(from start: Int) {
+        guard start < items.count else { return }
+        let ordered = items[start...].enumerated().sorted {
+            ($0.element.envelope.time ?? .min, $0.offset) < ($1.element.envelope.time ?? .min, $1.offset)
+        }
+        items.replaceSubrange(start..., with: ordered.map(\.element))
     }
 
     /// Reads a file in `format`; problems are collected, not thrown, so that all of them can be reported.
@@ -123,17 +154,16 @@ public struct ImportPlan: Sendable {
                         message: "the file is not JSON (a \(format.rawValue) export is one JSON object)"))
                 return plan
             }
-            guard let root = object as? [String: Any] else {
-                plan.problems.append(
-                    ImportProblem(path: "/", code: "notAnObject", message: "the top level must be a JSON object"))
-                return plan
-            }
-            if format == .firebaseRTDB {
+            if format == .firestoreJSON {
+                plan.readFirestore(object)
+            } else if let root = object as? [String: Any] {
                 plan.readRealtimeDatabase(root)
             } else {
-                plan.readFirestore(root)
+                plan.problems.append(
+                    ImportProblem(path: "/", code: "notAnObject", message: "the top level must be a JSON object"))
             }
         }
+        plan.notes += plan.unimported.notes
         return plan
     }
 
@@ -195,21 +225,16 @@ enum Loose {
         return number
     }
 
-    /// A time in an export: milliseconds or seconds since the epoch (told apart by size), an ISO 8601 string,
-    /// or a Firestore timestamp object (`{"_seconds":…,"_nanoseconds":…}` or `{"seconds":…,"nanos":…}`); nil
-    /// when it is none of these or lies outside the years 0000–9999 that export can write.
-    static func time(_ value: Any?) -> Int64? {
-        if let object = value as? [String: Any] {
-            guard let seconds = double(object["_seconds"] ?? object["seconds"]) else { return nil }
-            let nanosValue = object["_nanoseconds"] ?? object["nanos"] ?? object["nanoseconds"]
-            let nanos = nanosValue == nil ? 0 : double(nanosValue)
-            guard let nanos else { return nil }
-            return Timestamp.milliseconds(seconds: seconds, nanoseconds: nanos)
+    /// A value as a message quotes it: text in quotes, a number as written, anything else by its kind.
+    static func describe(_ value: Any) -> String {
+        switch value {
+        case let text as String: return "'\(text)'"
+        case let number as NSNumber: return number.stringValue
+        case is NSNull: return "null"
+        case is [Any]: return "an array"
+        case is [String: Any]: return "an object"
+        default: return "not a number"
         }
-        if let text = value as? String, let parsed = Timestamp.parse(text) { return parsed }
-        guard let number = double(value), number >= 0 else { return nil }
-        // Below 10^11 a value is seconds (10^11 ms is 1973; 10^11 s is the year 5138).
-        return number < 100_000_000_000 ? Timestamp.milliseconds(seconds: number) : Timestamp.milliseconds(number)
     }
 }
 
@@ -240,18 +265,10 @@ extension ImportPlan {
             problems.append(
                 ImportProblem(
                     path: path, code: "invalidNumber",
-                    message: "\(path) is \(Self.describe(value)): it must be \(expected)"))
+                    message: "\(path) is \(Loose.describe(value)): it must be \(expected)"))
             return (nil, false)
         }
         return (number, true)
-    }
-
-    private static func describe(_ value: Any) -> String {
-        switch value {
-        case let text as String: return "'\(text)'"
-        case let number as NSNumber: return number.stringValue
-        default: return "not a number"
-        }
     }
 
     private static func bound(_ value: Double) -> String {
