@@ -78,6 +78,15 @@ struct ServeCommand: AsyncParsableCommand {
             try? engine.close()
             throw CLIError("the server stopped: \(error)")
         }
+        // A snapshot of what the server folded, so that the next start folds nothing: it is only a cache, and a
+        // failure to write it is said, not fatal.
+        if engine.position > engine.openReport.snapshotPosition ?? .zero {
+            do {
+                _ = try engine.writeSnapshot()
+            } catch {
+                Output.error("note: no snapshot written on stop (\(error.message)); the next start replays the tail")
+            }
+        }
         do {
             try engine.close()
         } catch {
