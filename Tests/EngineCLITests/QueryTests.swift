@@ -330,3 +330,33 @@ struct QueryTests {
         #expect(try sandbox.eventCount() == 32)
     }
 }
+
+/// Ids that begin with `-`, as every Firebase push key does, work as typed in every id option.
+@Suite struct DashIDTests {
+    @Test func idsBeginningWithADashWorkAsTyped() throws {
+        let sandbox = try Sandbox()
+        let lines = [
+            #"{"type":"UserRegistered","data":{"user":"-NjA1","method":"import","name":"Ada"}}"#,
+            #"{"type":"UserRegistered","data":{"user":"-NjB2","method":"import","name":"Bo"}}"#,
+            #"{"type":"RoomCreated","data":{"room":"-NjG30W1-6x05g_bwyab","kind":"direct","by":"-NjA1","members":["-NjA1","-NjB2"]}}"#,
+            #"{"type":"MessageSent","data":{"room":"-NjG30W1-6x05g_bwyab","message":"-NjM1","sender":"-NjA1","kind":"text","body":"hi"}}"#,
+            #"{"type":"MessageSent","data":{"room":"-NjG30W1-6x05g_bwyab","message":"-NjM2","sender":"-NjB2","kind":"text","body":"yo"}}"#,
+        ]
+        try sandbox.ok("import", try sandbox.file("dash.jsonl", lines.joined(separator: "\n")))
+        let page: MessagePageJSON = try sandbox.ok(
+            "query", "messages", "--room", "-NjG30W1-6x05g_bwyab", "--limit", "1", "--json"
+        ).decode()
+        #expect(page.messages.map(\.id) == ["-NjM2"])
+        let older: MessagePageJSON = try sandbox.ok(
+            "query", "messages", "--room", "-NjG30W1-6x05g_bwyab", "--before", "-NjM2", "--json"
+        ).decode()
+        #expect(older.messages.map(\.id) == ["-NjM1"])
+        let rooms: [RoomRowJSON] = try sandbox.ok("query", "rooms", "--user", "-NjB2", "--json").decode()
+        #expect(rooms.map(\.room) == ["-NjG30W1-6x05g_bwyab"])
+        let audit = try sandbox.ok("audit", "--actor", "-NjA1", "--json")
+        #expect(audit.stdout.contains("-NjM1") && !audit.stdout.contains("-NjM2"))
+        // A forgotten value is still the parser's error, not an id.
+        let missing = try sandbox.run("query", "rooms", "--user", "--json")
+        #expect(missing.status != 0)
+    }
+}
