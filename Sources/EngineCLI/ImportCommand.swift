@@ -10,8 +10,10 @@ struct ImportCommand: ParsableCommand {
         discussion: """
             By default the whole file is checked first and nothing is appended when any line or record is \
             invalid; the error lists the first 20 problems with their line numbers or JSON paths. With \
-            --skip-invalid the valid events are appended and the invalid ones reported. Events keep their ids \
-            (or ids derived from the export's keys), so importing the same file again appends nothing new. \
+            --skip-invalid the valid events are appended and the invalid ones reported; an invitation naming a \
+            guest who may not be invited keeps its other guests, and the one left out is reported. Events keep \
+            their ids (or ids derived from the export's keys), so importing the same file again appends nothing \
+            new. \
             After a Firebase import the export's denormalised copies (ChatRooms, UsersChatRooms, user-messages) \
             are compared with the engine's own answers and disagreements are printed as warnings; they are \
             never imported as truth. Every collection, node or field of an export that is not imported is named \
@@ -59,14 +61,14 @@ struct ImportCommand: ParsableCommand {
             let chunk = Array(envelopes[start..<min(start + Self.chunkSize, envelopes.count)])
             let result: ApplyResult
             do {
-                result = try engine.applyAndWait(chunk, skipInvalid: true)
+                result = try engine.applyAndWait(chunk, skipInvalid: true, keepingValidParts: skipInvalid)
             } catch {
                 throw CLIError(error.problems.first.map { $0.message } ?? "appending failed")
             }
             appended += result.appended.count
             duplicates += result.duplicates
             invalid += try located(
-                result.skipped.map { problem in
+                (result.skipped + result.dropped).map { problem in
                     var shifted = problem
                     shifted.index = problem.index.map { $0 + start }
                     return shifted

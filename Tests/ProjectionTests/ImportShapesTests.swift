@@ -615,7 +615,8 @@ import Testing
                     message:
                         "unrecognised Realtime Database layout (top-level nodes: orders, products): not a known "
                         + "Firebase export; LikeMinds' has Users, Messages, UsersChatRooms and ChatRooms, ChatApp's "
-                        + "has users, messages and user-messages")
+                        + "has users, messages and user-messages (its Kotlin edition users, user-messages and "
+                        + "latest-messages)")
             ])
     }
 

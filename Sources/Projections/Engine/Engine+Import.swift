@@ -8,6 +8,9 @@ public struct ApplyResult: Sendable, Hashable {
     public var duplicates: Int
     /// Invalid events that were skipped (only with `skipInvalid`), each with its index.
     public var skipped: [ValidationError]
+    /// Parts left out of events that were appended without them (only with `keepingValidParts`): each guest an
+    /// invitation may not name, with the invitation's index.
+    public var dropped: [ValidationError] = []
 }
 
 extension Engine {
@@ -24,32 +27,37 @@ extension Engine {
     /// type, stream and payload is skipped (re-imports append nothing new); one whose id is taken by a
     /// different event is a `.conflictingID` problem. By default any invalid event rejects the whole batch and
     /// nothing is appended; with `skipInvalid`, the valid ones are appended and the invalid ones reported.
+    /// With `skipInvalid` and `keepingValidParts`, an invitation (`GuestsInvited`) naming some guests who may not
+    /// be invited is appended with the others, and each guest left out is reported in ``ApplyResult/dropped``;
+    /// the same invitation imported again with all its guests is then a duplicate, not a conflict.
     /// - Throws: ``BatchValidationError`` listing every problem with its index; ``ValidationError`` wrapped in
     ///   it with `.storage` when the store fails.
     @discardableResult
-    public func apply(_ events: [EventEnvelope], skipInvalid: Bool = false) async throws(BatchValidationError)
-        -> ApplyResult
-    {
-        let (ticket, result) = try sequence(events, skipInvalid: skipInvalid)
+    public func apply(
+        _ events: [EventEnvelope], skipInvalid: Bool = false, keepingValidParts: Bool = false
+    ) async throws(BatchValidationError) -> ApplyResult {
+        var (ticket, result) = try sequence(events, skipInvalid: skipInvalid, keepingValidParts: keepingValidParts)
         guard let ticket else { return result }
         do {
-            return ApplyResult(
-                appended: try await ticket.value(), duplicates: result.duplicates, skipped: result.skipped)
+            result.appended = try await ticket.value()
+            return result
         } catch {
             throw BatchValidationError(problems: [error])
         }
     }
 
-    /// ``apply(_:skipInvalid:)`` for callers outside Swift concurrency: blocks the calling thread until durable.
-    /// - Throws: as ``apply(_:skipInvalid:)``.
+    /// ``apply(_:skipInvalid:keepingValidParts:)`` for callers outside Swift concurrency: blocks the calling thread
+    /// until durable.
+    /// - Throws: as ``apply(_:skipInvalid:keepingValidParts:)``.
     @discardableResult
-    public func applyAndWait(_ events: [EventEnvelope], skipInvalid: Bool = false) throws(BatchValidationError)
-        -> ApplyResult
-    {
-        let (ticket, result) = try sequence(events, skipInvalid: skipInvalid)
+    public func applyAndWait(
+        _ events: [EventEnvelope], skipInvalid: Bool = false, keepingValidParts: Bool = false
+    ) throws(BatchValidationError) -> ApplyResult {
+        var (ticket, result) = try sequence(events, skipInvalid: skipInvalid, keepingValidParts: keepingValidParts)
         guard let ticket else { return result }
         do {
-            return ApplyResult(appended: try ticket.wait(), duplicates: result.duplicates, skipped: result.skipped)
+            result.appended = try ticket.wait()
+            return result
         } catch {
             throw BatchValidationError(problems: [error])
         }
@@ -57,9 +65,9 @@ extension Engine {
 
     /// Plans `events` under the sequencer and hands the valid ones to the store; nil ticket when nothing is
     /// to be appended.
-    private func sequence(_ events: [EventEnvelope], skipInvalid: Bool) throws(BatchValidationError) -> (
-        Ticket?, ApplyResult
-    ) {
+    private func sequence(
+        _ events: [EventEnvelope], skipInvalid: Bool, keepingValidParts: Bool
+    ) throws(BatchValidationError) -> (Ticket?, ApplyResult) {
         defer { submitQueued() }
         return try sequencer.withLock {
             (current: inout ProjectionState) throws(BatchValidationError) -> (Ticket?, ApplyResult) in
@@ -70,14 +78,16 @@ extension Engine {
             let first = current.position + 1
             var plan: Plan
             if skipInvalid {
-                plan = Engine.plan(events, on: &current, store: store, inFlight: inFlight)
+                plan = Engine.plan(
+                    events, on: &current, store: store, inFlight: inFlight, keepingValidParts: keepingValidParts)
             } else {
                 var scratch = current
                 plan = Engine.plan(events, on: &scratch, store: store, inFlight: inFlight)
                 if !plan.problems.isEmpty { throw BatchValidationError(problems: plan.problems) }
                 current = scratch
             }
-            let result = ApplyResult(appended: [], duplicates: plan.duplicates, skipped: plan.problems)
+            let result = ApplyResult(
+                appended: [], duplicates: plan.duplicates, skipped: plan.problems, dropped: plan.dropped)
             guard !plan.proposals.isEmpty else { return (nil, result) }
             return (hand(plan.folded, plan.proposals, first: first, tracksIDs: true), result)
         }
@@ -96,22 +106,25 @@ extension Engine {
         /// The events of `proposals`, as folded.
         var folded: [SequencedEvent] = []
         var problems: [ValidationError] = []
+        /// Parts left out of proposed events (`keepingValidParts`).
+        var dropped: [ValidationError] = []
         var duplicates = 0
     }
 
     /// Validates each event against `scratch`, folding the valid ones into it at the positions they would get.
     /// `inFlight`: ids of imports handed to the store and not yet acknowledged, with what they stand for.
+    /// `keepingValidParts`: an invitation is proposed without the guests who may not be invited.
     static func plan(
         _ events: [EventEnvelope], on scratch: inout ProjectionState, store: any EventStore,
-        inFlight: [EventID: Identity] = [:]
+        inFlight: [EventID: Identity] = [:], keepingValidParts: Bool = false
     ) -> Plan {
         var plan = Plan()
         // What each id seen so far stands for, so that a repeated id with other content is caught.
         var seen: [EventID: Identity] = [:]
         let now = Timestamp.now()
         for (index, envelope) in events.enumerated() {
-            let event = envelope.event
-            let payload = event.encodedPayload()
+            var event = envelope.event
+            var payload = event.encodedPayload()
             if let id = envelope.id {
                 let identity = Identity(type: event.typeName, stream: event.stream, payload: payload)
                 var earlier = seen[id] ?? inFlight[id]
@@ -119,7 +132,7 @@ extension Engine {
                     earlier = Identity(type: record.type, stream: record.stream.rawValue, payload: record.payload)
                 }
                 if let earlier {
-                    if earlier == identity {
+                    if earlier == identity || isKeptPart(earlier, of: event) {
                         plan.duplicates += 1
                     } else {
                         plan.problems.append(
@@ -143,7 +156,17 @@ extension Engine {
                     try scratch.validate(event, actor: "")
                     throw ValidationError(.wrongActor, "no actor given for \(event.typeName) and none can be derived")
                 }
-                try scratch.validate(event, actor: actor)
+                var dropped: [ValidationError] = []
+                do throws(ValidationError) {
+                    try scratch.validate(event, actor: actor)
+                } catch {
+                    guard keepingValidParts, case .guestsInvited(let invitation) = event,
+                        let kept = scratch.invitableGuests(of: invitation, actor: actor)
+                    else { throw error }
+                    event = .guestsInvited(kept.invitation)
+                    payload = event.encodedPayload()
+                    dropped = kept.dropped
+                }
                 let time = envelope.time ?? now
                 let proposal = ProposedRecord(
                     id: envelope.id ?? .random(), stream: StreamName(event.stream), type: event.typeName, actor: actor,
@@ -152,6 +175,11 @@ extension Engine {
                 scratch.fold(event, actor: actor, position: scratch.position + 1, time: time)
                 plan.proposals.append(proposal)
                 plan.folded.append(SequencedEvent(event: event, actor: actor, time: time))
+                plan.dropped += dropped.map { problem in
+                    var problem = problem
+                    problem.index = index
+                    return problem
+                }
             } catch {
                 var problem = error
                 problem.index = index
@@ -159,5 +187,14 @@ extension Engine {
             }
         }
         return plan
+    }
+
+    /// Whether `earlier` is `event` as appended with parts left out: the same invitation without some guests.
+    static func isKeptPart(_ earlier: Identity, of event: DomainEvent) -> Bool {
+        guard case .guestsInvited(let invitation) = event, earlier.type == GuestsInvited.typeName,
+            earlier.stream == event.stream,
+            case .guestsInvited(let stored)? = try? DomainEvent.decode(type: earlier.type, payload: earlier.payload)
+        else { return false }
+        return stored.activity == invitation.activity && Set(stored.guests).isSubset(of: invitation.guests)
     }
 }

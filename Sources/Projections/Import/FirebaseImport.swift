@@ -5,7 +5,7 @@ import Foundation
 /// `user-messages`) are kept aside as expectations to check after import; the engine derives its own answers.
 extension ImportPlan {
     /// The LikeMinds shape (`Users`, `Messages`, `UsersChatRooms`, `ChatRooms`) and the ChatApp shape
-    /// (`users`, `messages`, `user-messages`).
+    /// (`users`, `messages`, `user-messages`, `latest-messages`).
     mutating func readRealtimeDatabase(_ root: [String: Any]) {
         if let marker = ImportFormat.firestoreMarker(in: root) {
             problems.append(
@@ -21,9 +21,7 @@ extension ImportPlan {
             || root.keys.contains(where: { key in likeMindsOnly.contains { ExportRecord.matches(key, $0) } })
         {
             readLikeMinds(root)
-        } else if root["users"] != nil || root["messages"] != nil {
-            let known: Set = ["users", "messages", "user-messages"]
-            for node in root.keys.sorted() where !known.contains(node) { notes.append("not imported: node \(node)") }
+        } else if Self.chatAppNodes.contains(where: { root[$0] != nil }) {
             readChatApp(root)
         } else {
             let found = root.isEmpty ? "none" : root.keys.sorted().joined(separator: ", ")
@@ -33,7 +31,7 @@ extension ImportPlan {
                     message:
                         "unrecognised Realtime Database layout (top-level nodes: \(found)): not a known Firebase "
                         + "export; LikeMinds' has Users, Messages, UsersChatRooms and ChatRooms, ChatApp's has users, "
-                        + "messages and user-messages"))
+                        + "messages and user-messages (its Kotlin edition users, user-messages and latest-messages)"))
         }
     }
 
@@ -219,115 +217,16 @@ extension ImportPlan {
         }
     }
 
-    // MARK: ChatApp
-
-    private mutating func readChatApp(_ root: [String: Any]) {
-        let users = dictionary(root["users"], path: "users")
-        for key in users.keys.sorted() {
-            let path = "users/\(key)"
-            guard let user = users[key] as? [String: Any] else {
-                problems.append(ImportProblem(path: path, code: "notAnObject", message: "\(path) is not an object"))
-                continue
-            }
-            add(
-                .userRegistered(
-                    UserRegistered(
-                        user: UserID(key), method: .email, email: Loose.string(user["email"]),
-                        name: Loose.string(user["name"]))),
-                idKey: "chatapp/users/\(key)", time: nil, path: path)
-            if let image = Loose.string(user["profileImageUrl"]), !image.isEmpty {
-                add(
-                    .profileUpdated(ProfileUpdated(user: UserID(key), photoURL: image)),
-                    idKey: "chatapp/users/\(key)/profileImageUrl", time: nil, path: path + "/profileImageUrl")
-            }
-        }
-        struct Message {
-            var key: String
-            var from: String
-            var to: String
-            var time: Int64?
-            var kind: MessageKind
-            var body: String?
-            var media: Media?
-        }
-        var messages: [Message] = []
-        let entries = dictionary(root["messages"], path: "messages")
-        for key in entries.keys {
-            let path = "messages/\(key)"
-            guard let entry = entries[key] as? [String: Any] else {
-                problems.append(ImportProblem(path: path, code: "notAnObject", message: "\(path) is not an object"))
-                continue
-            }
-            guard let from = Loose.string(entry["fromId"]), let to = Loose.string(entry["toId"]) else {
-                problems.append(
-                    ImportProblem(path: path, code: "missingField", message: "\(path) needs fromId and toId"))
-                continue
-            }
-            let time = time(entry["timestamp"].map { ("timestamp", $0) }, in: path)
-            guard time.isValid else { continue }
-            var message = Message(
-                key: key, from: from, to: to, time: time.value, kind: .text, body: Loose.string(entry["text"]))
-            let width = integer(entry["imageWidth"], path: path + "/imageWidth", in: Self.pixels)
-            let height = integer(entry["imageHeight"], path: path + "/imageHeight", in: Self.pixels)
-            guard width.isValid, height.isValid else { continue }
-            if let video = Loose.string(entry["videoUrl"]) {
-                message.kind = .video
-                message.media = Media(url: video, width: width.value, height: height.value)
-            } else if let image = Loose.string(entry["imageUrl"]) {
-                message.kind = .image
-                message.media = Media(url: image, width: width.value, height: height.value)
-            }
-            messages.append(message)
-        }
-        messages.sort { ($0.time ?? 0, $0.key) < ($1.time ?? 0, $1.key) }
-        var created: Set<String> = []
-        for message in messages {
-            let pair = [message.from, message.to].sorted()
-            let room = ChatAppRooms.id(pair[0], pair[1])
-            if !created.contains(room) {
-                created.insert(room)
-                add(
-                    .roomCreated(
-                        RoomCreated(
-                            room: RoomID(room), kind: .direct, by: UserID(message.from),
-                            members: pair.map { UserID($0) })),
-                    idKey: "chatapp/rooms/\(room)", time: message.time, path: "messages/\(message.key)")
-            }
-            add(
-                .messageSent(
-                    MessageSent(
-                        room: RoomID(room), message: MessageID(message.key), sender: UserID(message.from),
-                        kind: message.kind, body: message.body, media: message.media)),
-                idKey: "chatapp/messages/\(message.key)", time: message.time, path: "messages/\(message.key)")
-        }
-        let perUser = dictionary(root["user-messages"], path: "user-messages")
-        for (user, partners) in perUser {
-            for partner in (partners as? [String: Any] ?? [:]).keys {
-                let pair = [user, partner].sorted()
-                expectedRoomsByUser[UserID(user), default: []].insert(RoomID(ChatAppRooms.id(pair[0], pair[1])))
-            }
-        }
-    }
-
     /// Image and video sizes a message may state.
     static let pixels = 0...1_000_000
 
     /// A node that should be an object; a missing one is empty, a wrong-typed one is a problem.
-    private mutating func dictionary(_ value: Any?, path: String) -> [String: Any] {
+    mutating func dictionary(_ value: Any?, path: String) -> [String: Any] {
         guard let value else { return [:] }
         if let object = value as? [String: Any] { return object }
         if value is NSNull { return [:] }
         problems.append(ImportProblem(path: path, code: "notAnObject", message: "\(path) is not an object"))
         return [:]
-    }
-}
-
-/// How ChatApp's direct rooms are named: ChatApp keys messages by the pair of users, not by a room.
-public enum ChatAppRooms {
-    /// The room id for two users, the same whichever sends first.
-    public static func id(_ first: String, _ second: String) -> String {
-        let pair = [first, second].sorted()
-        return "dm_\(pair[0])_\(pair[1])"
     }
 }
 

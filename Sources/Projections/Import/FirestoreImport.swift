@@ -17,7 +17,7 @@ extension ImportPlan {
         let isChats = { (name: String) in ExportRecord.matches(name, "chats") }
         let isUsers = { (name: String) in ExportRecord.matches(name, "users") }
         // Nodes only a Realtime Database export has (its `Users` could be a Firestore collection as well).
-        let realtimeNodes = ["Messages", "UsersChatRooms", "ChatRooms", "messages", "user-messages"]
+        let realtimeNodes = ["Messages", "UsersChatRooms", "ChatRooms", "messages", "user-messages", "latest-messages"]
         if export.layout == .topLevel, !names.contains(where: isChats),
             let node = realtimeNodes.first(where: names.contains)
         {

@@ -326,6 +326,36 @@ extension ProjectionState {
         }
     }
 
+    /// The guests of `invitation` who may be invited, as an invitation of its own, and a problem for each one left
+    /// out (an unknown user, one already invited or named twice, one neither a friend nor a connection of the
+    /// host). Nil when the invitation fails as a whole (the activity, its host) or no guest may be invited.
+    func invitableGuests(of invitation: GuestsInvited, actor: String) -> (
+        invitation: GuestsInvited, dropped: [ValidationError]
+    )? {
+        let guestRules: Set<ValidationError.Code> = [.userNotFound, .alreadyInvited, .notFriendOrConnection]
+        var kept: [UserID] = []
+        var named: Set<UserID> = []
+        var dropped: [ValidationError] = []
+        for guest in invitation.guests {
+            do throws(ValidationError) {
+                guard named.insert(guest).inserted else {
+                    throw ValidationError(
+                        .alreadyInvited, "user \(guest) is already invited to activity \(invitation.activity)")
+                }
+                try validate(
+                    .guestsInvited(GuestsInvited(activity: invitation.activity, guests: [guest])), actor: actor)
+                kept.append(guest)
+            } catch {
+                guard guestRules.contains(error.code) else { return nil }
+                var problem = error
+                problem.message += "; left out of the invitation, which was kept for its other guests"
+                dropped.append(problem)
+            }
+        }
+        guard !kept.isEmpty else { return nil }
+        return (GuestsInvited(activity: invitation.activity, guests: kept), dropped)
+    }
+
     /// Whether `user` is a friend of `host`, or a friend of one of host's friends and not blocked either way.
     func isFriendOrConnection(_ user: Int32, of host: Int32) -> Bool {
         if graph.areFriends(host, user) { return true }
