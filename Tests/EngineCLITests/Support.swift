@@ -1,4 +1,5 @@
 import Foundation
+import ParleyTestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -25,16 +26,8 @@ struct Run: CustomStringConvertible {
     }
 }
 
-/// The built `parley` binary: next to the test bundle (`.build/<triple>/debug/parley`).
-let parleyBinary: String = {
-    let running =
-        (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
-        ?? CommandLine.arguments[0]
-    var directory = URL(fileURLWithPath: running).deletingLastPathComponent()
-    // On macOS the runner sits inside Foo.xctest/Contents/MacOS.
-    while directory.path.contains(".xctest") { directory.deleteLastPathComponent() }
-    return directory.appendingPathComponent("parley").path
-}()
+/// The built `parley` binary (found by the test-support module every test target shares).
+let parleyBinary: String = (try? parleyExecutable().path) ?? "parley"
 
 /// A temporary directory with a data directory `data` inside; removed when the sandbox goes.
 final class Sandbox {
