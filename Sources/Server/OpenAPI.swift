@@ -62,7 +62,8 @@ enum OpenAPI {
         `{"type":"subscribe","topic":"rooms"|"feed"|"room:<id>","since":P}` makes the server send the changes \
         after position P (or, without `since`, the whole current view), then `caughtUp` (`reset: true` when P was \
         too old and the current view was sent instead), then live changes in log order; \
-        `{"type":"unsubscribe","topic":…}` stops one. Every change carries `topic`, `type` and `position`: \
+        `{"type":"unsubscribe","topic":…}` stops one. Every change carries `topic`, `type` and `position` (the \
+        frames of a whole current view carry none: only the `caughtUp` after them does): \
         `room` (`row`, `order`) or `roomRemoved` (`room`) on `rooms`; `activity` (`item`) or `activityRemoved` \
         (`activity`) on `feed`; `added`, `edited` or `deleted` (`message`) on `room:<id>`; `unsubscribed` \
         (`reason`). A refused frame is answered `{"type":"error","code":…,"message":…,"topic":…}`. A client too \
