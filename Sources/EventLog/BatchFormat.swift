@@ -304,10 +304,10 @@ final class ChainProgress: Sendable {
         var digest: [UInt8]
     }
 
-    private let state: Mutex<State>
+    private let state: PlainMutex<State>
 
     init(count: Int, digest: [UInt8]) {
-        state = Mutex(State(encoded: Array(repeating: false, count: count), digest: digest))
+        state = PlainMutex(State(encoded: Array(repeating: false, count: count), digest: digest))
     }
 
     /// Block `number` is encoded (or failed). Returns the block to chain and the digest before it when the

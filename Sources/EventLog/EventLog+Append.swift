@@ -146,7 +146,7 @@ extension EventLog {
     /// ``append(_:)`` for callers outside Swift concurrency: blocks the calling thread until durable.
     public func appendAndWait(_ records: [ProposedRecord]) throws(EventLogError) -> AppendResult {
         let done = DispatchSemaphore(value: 0)
-        let box = Mutex<Result<AppendResult, EventLogError>?>(nil)
+        let box = PlainMutex<Result<AppendResult, EventLogError>?>(nil)
         enqueue(records) { result in
             box.withLock { $0 = result }
             done.signal()

@@ -9,7 +9,7 @@ package final class CommitNotifier: Sendable {
         var generation: UInt64 = 0
     }
 
-    private let waiters = Mutex(Waiters())
+    private let waiters = PlainMutex(Waiters())
 
     package init() {}
 

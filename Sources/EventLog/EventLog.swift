@@ -89,12 +89,12 @@ public final class EventLog: @unchecked Sendable {
     /// and the chain digest after it. Its own lock, so that acknowledging a synced group never waits for
     /// the writer, which holds `state` while it indexes the next group. Read it before taking `state`:
     /// the index already holds everything up to it.
-    let committed: Mutex<CommittedHead>
+    let committed: PlainMutex<CommittedHead>
     /// A plain mutex, visible to the thread sanitizer (a priority-inheritance futex hand-off is not).
     let cache = PlainMutex(BatchCache())
     let notifier = CommitNotifier()
     let writer: WriterState
-    let lifecycle = Mutex(Lifecycle.open)
+    let lifecycle = PlainMutex(Lifecycle.open)
 
     enum Lifecycle { case open, closed }
 
@@ -109,7 +109,7 @@ public final class EventLog: @unchecked Sendable {
         self.headFile = headFile
         self.readOnly = readOnly
         self.state = IndexLock(index)
-        self.committed = Mutex(CommittedHead(position: index.committed, digest: index.committedDigest))
+        self.committed = PlainMutex(CommittedHead(position: index.committed, digest: index.committedDigest))
         self.writer = writer
     }
 

@@ -28,7 +28,7 @@ package enum SystemCallFaults {
     }
 
     private static let isArmed = Atomic(false)
-    private static let faults = Mutex<[Fault]>([])
+    private static let faults = PlainMutex<[Fault]>([])
 
     /// From now on, the next `times` `call`s on files under `pathPrefix` fail with `errno` (for `.shortWrite`,
     /// write half and succeed).

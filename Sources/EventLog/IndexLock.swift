@@ -27,7 +27,7 @@ struct WrittenBatches: Sendable {
 final class IndexLock: @unchecked Sendable {
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
     private var index: LogIndex
-    private let written = Mutex(WrittenBatches())
+    private let written = PlainMutex(WrittenBatches())
 
     init(_ index: LogIndex) {
         mutex = .allocate(capacity: 1)

@@ -37,7 +37,7 @@ public final class MemoryStore: EventStore {
             )] = []
     }
 
-    private let state = Mutex(State())
+    private let state = PlainMutex(State())
     private let notifier = CommitNotifier()
     /// Held by the thread delivering the outbox, so that answers reach callers in position order.
     private let delivering = PlainMutex(())
