@@ -121,12 +121,7 @@ extension ImportPlan {
         let users = dictionary(value, path: name)
         for key in users.keys.sorted() {
             let path = "\(name)/\(key)"
-            guard let fields = users[key] as? [String: Any] else {
-                if !(users[key] is NSNull) {
-                    problems.append(ImportProblem(path: path, code: "notAnObject", message: "\(path) is not an object"))
-                }
-                continue
-            }
+            guard let fields = record(users[key], path: path) else { continue }
             var user = ExportRecord(fields, path: path, pattern: "\(name)/*")
             defer { finish(user) }
             // The Kotlin edition repeats the key as `uid`; one that says otherwise is left for the report.
@@ -200,13 +195,7 @@ extension ImportPlan {
             let partners = dictionary(latest[user], path: "\(name)/\(user)")
             for partner in partners.keys.sorted() {
                 let path = "\(name)/\(user)/\(partner)"
-                guard let fields = partners[partner] as? [String: Any] else {
-                    if !(partners[partner] is NSNull) {
-                        problems.append(
-                            ImportProblem(path: path, code: "notAnObject", message: "\(path) is not an object"))
-                    }
-                    continue
-                }
+                guard let fields = record(partners[partner], path: path) else { continue }
                 var entry = ExportRecord(fields, path: path, pattern: "\(name)/*/*")
                 defer { finish(entry) }
                 if let text = entry.string("text") {

@@ -55,12 +55,7 @@ extension ImportPlan {
         var names: [String: String] = [:]
         for key in users.keys.sorted() {
             let path = "\(usersName)/\(key)"
-            guard let fields = users[key] as? [String: Any] else {
-                if !(users[key] is NSNull) {
-                    problems.append(ImportProblem(path: path, code: "notAnObject", message: "\(path) is not an object"))
-                }
-                continue
-            }
+            guard let fields = record(users[key], path: path) else { continue }
             var user = ExportRecord(fields, path: path, pattern: "\(usersName)/*")
             defer { finish(user) }
             let name = user.string("name")
@@ -221,6 +216,16 @@ extension ImportPlan {
     static let pixels = 0...1_000_000
 
     /// A node that should be an object; a missing one is empty, a wrong-typed one is a problem.
+    /// `value` as one record's fields; nil for null (nothing there) and, recorded as a problem, for anything
+    /// but an object.
+    mutating func record(_ value: Any?, path: String) -> [String: Any]? {
+        if let object = value as? [String: Any] { return object }
+        if let value, !(value is NSNull) {
+            problems.append(ImportProblem(path: path, code: "notAnObject", message: "\(path) is not an object"))
+        }
+        return nil
+    }
+
     mutating func dictionary(_ value: Any?, path: String) -> [String: Any] {
         guard let value else { return [:] }
         if let object = value as? [String: Any] { return object }
