@@ -245,9 +245,15 @@ enum FileSystem {
     }
 
     /// Reads a whole file; nil when it does not exist.
+    /// The whole file; nil when there is none. A file that is there but cannot be read (a directory without
+    /// permission, say) is an error naming the cause, never taken for a missing one.
     static func read(_ path: String) throws(EventLogError) -> [UInt8]? {
-        guard exists(path) else { return nil }
-        let fd = try FileDescriptor.open(path, flags: O_RDONLY)
+        let fd: FileDescriptor
+        do {
+            fd = try FileDescriptor.open(path, flags: O_RDONLY)
+        } catch  where error.errno == ENOENT || error.errno == ENOTDIR {
+            return nil
+        }
         return try fd.read(at: 0, count: fd.size())
     }
 }

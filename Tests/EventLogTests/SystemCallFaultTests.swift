@@ -108,4 +108,27 @@ import Testing
         #expect(log.head == .zero)
         try log.close()
     }
+
+    /// A log whose files cannot be read (a directory without permission; forced here, as the tests run as root
+    /// and permissions do not stop root) is reported as unreadable, with its errno, never as "not a Parley log".
+    @Test func anUnreadableLogIsSaidToBeUnreadableNotMissing() async throws {
+        try await withLog { log, directory in
+            try log.close()
+            SystemCallFaults.inject(.open, under: directory, errno: EACCES)
+            defer { SystemCallFaults.clear(under: directory) }
+            func expectUnreadable(_ open: () throws -> EventLog) {
+                do {
+                    _ = try open()
+                    Issue.record("an unreadable log opened")
+                } catch {
+                    let error = error as? EventLogError
+                    #expect(error?.code != .notALog, "\(String(describing: error))")
+                    #expect(error?.errno == EACCES, "\(String(describing: error))")
+                    #expect(error?.message.contains("Permission denied") == true, "\(String(describing: error))")
+                }
+            }
+            expectUnreadable { try EventLog.openReadOnly(directory: directory) }
+            expectUnreadable { try EventLog.open(directory: directory) }
+        }
+    }
 }
