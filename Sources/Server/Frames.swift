@@ -73,12 +73,12 @@ enum Frames {
     }
 
     static func error(_ code: String, _ message: String, topic: Topic? = nil) -> String {
-        "{\"type\":\"error\",\"code\":\(JSONText.quote(code)),\"message\":\(JSONText.quote(message))"
-            + (topic.map { ",\"topic\":\(JSONText.quote($0.name))" } ?? "") + "}"
+        error(code, message, topicName: topic?.name)
     }
 
-    static func error(_ code: String, _ message: String, topicName: String) -> String {
-        "{\"type\":\"error\",\"code\":\(JSONText.quote(code)),\"message\":\(JSONText.quote(message)),"
-            + "\"topic\":\(JSONText.quote(topicName))}"
+    /// An error frame; `topicName` as the client sent it (it may name no topic).
+    static func error(_ code: String, _ message: String, topicName: String?) -> String {
+        "{\"type\":\"error\",\"code\":\(JSONText.quote(code)),\"message\":\(JSONText.quote(message))"
+            + (topicName.map { ",\"topic\":\(JSONText.quote($0))" } ?? "") + "}"
     }
 }

@@ -157,7 +157,3 @@ struct LiveChannel: Sendable {
         }
     }
 }
-
-extension Duration {
-    var nanoseconds: Int64 { components.seconds * 1_000_000_000 + components.attoseconds / 1_000_000_000 }
-}

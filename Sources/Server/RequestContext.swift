@@ -134,10 +134,7 @@ final class RateLimiter: Sendable {
         return buckets.withLock { buckets in
             if buckets.count > 100_000 { buckets.removeAll(keepingCapacity: true) }
             var bucket = buckets[user] ?? (burst, now)
-            let elapsed =
-                Double((now - bucket.time).components.attoseconds) / 1e18
-                + Double((now - bucket.time).components.seconds)
-            bucket.tokens = min(burst, bucket.tokens + elapsed * rate)
+            bucket.tokens = min(burst, bucket.tokens + (now - bucket.time).seconds * rate)
             bucket.time = now
             defer { buckets[user] = bucket }
             guard bucket.tokens >= 1 else { return max(1, Int(((1 - bucket.tokens) / rate).rounded(.up))) }

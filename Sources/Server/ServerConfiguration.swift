@@ -33,3 +33,10 @@ public struct ServerConfiguration: Sendable {
     /// The defaults: 127.0.0.1:8080, 100 requests/s per user (bursts of 200).
     public init() {}
 }
+
+extension Duration {
+    /// The duration in seconds.
+    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+    /// The duration in whole nanoseconds.
+    var nanoseconds: Int64 { components.seconds * 1_000_000_000 + components.attoseconds / 1_000_000_000 }
+}
