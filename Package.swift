@@ -21,6 +21,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
     ],
     targets: [
         .systemLibrary(
@@ -51,6 +52,7 @@ let package = Package(
             dependencies: [
                 "Projections",
                 "EventLog",
+                "ReplicatedLog",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                 .product(name: "HummingbirdAuth", package: "hummingbird-auth"),
@@ -67,24 +69,44 @@ let package = Package(
                 "Server",
                 "Projections",
                 "EventLog",
+                "ReplicatedLog",
+                "NATSClient",
                 "CLZ4",
                 "CSQLite",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
-        .target(name: "ParleyTestSupport", dependencies: ["EventLog"], path: "Tests/TestSupport"),
+        .target(
+            name: "NATSClient",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "DequeModule", package: "swift-collections"),
+            ]
+        ),
+        .target(name: "ReplicatedLog", dependencies: ["EventLog", "NATSClient"]),
+        .target(name: "ParleyTestSupport", dependencies: ["EventLog", "NATSClient"], path: "Tests/TestSupport"),
         .testTarget(name: "EventLogTests", dependencies: ["EventLog", "ParleyTestSupport"]),
         .testTarget(name: "ProjectionTests", dependencies: ["Projections", "EventLog", "ParleyTestSupport"]),
         .testTarget(
             name: "ServerTests",
             dependencies: [
-                "Server", "Projections", "EventLog", "ParleyTestSupport",
+                "Server", "Projections", "EventLog", "ReplicatedLog", "NATSClient", "ParleyTestSupport",
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         .testTarget(name: "EngineCLITests", dependencies: ["Projections", "EventLog", "ParleyTestSupport"]),
+        .testTarget(
+            name: "NATSClientTests",
+            dependencies: [
+                "NATSClient", "Projections", "ParleyTestSupport", .product(name: "NIOCore", package: "swift-nio"),
+            ]
+        ),
+        .testTarget(
+            name: "ReplicatedLogTests", dependencies: ["ReplicatedLog", "EventLog", "NATSClient", "ParleyTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

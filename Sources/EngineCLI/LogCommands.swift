@@ -1,6 +1,7 @@
 import ArgumentParser
 import EventLog
 import Foundation
+import ReplicatedLog
 
 /// The `stats --json` shape.
 struct StatsOutput: Encodable {
@@ -36,14 +37,20 @@ struct StatsOutput: Encodable {
     }
 }
 
-struct StatsCommand: ParsableCommand {
+struct StatsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "stats", abstract: "Sizes, compression ratio, counts by type and the head digest.")
     @OptionGroup var global: GlobalOptions
+    @OptionGroup var store: StoreOptions
     @Flag(help: "Print JSON.") var json = false
 
-    func run() throws {
-        let log = try global.openLogForReading()
+    func run() async throws {
+        let log: any EventStore
+        if let configuration = try store.configuration() {
+            log = try await store.openReplicatedLog(configuration)
+        } else {
+            log = try global.openLogForReading()
+        }
         let output = StatsOutput(log.stats())
         try log.close()
         if json { try Output.json(output) } else { output.printTable() }
@@ -65,17 +72,26 @@ struct VerifyOutput: Encodable {
     var problems: [Problem]
 }
 
-struct VerifyCommand: ParsableCommand {
+struct VerifyCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "verify",
         abstract: "Check every batch: bounds, CRC, decompression, records, dense positions, the hash chain.",
-        discussion: "Works on a log too damaged to open. Exits 1 when anything is wrong.")
+        discussion: """
+            Works on a log too damaged to open. Exits 1 when anything is wrong. With --store, reads every message \
+            of the replicated log's stream from the servers and checks each batch the same way.
+            """)
     @OptionGroup var global: GlobalOptions
+    @OptionGroup var store: StoreOptions
     @Flag(help: "Print JSON.") var json = false
 
-    func run() throws {
-        try global.requireLog()
-        let report = try EventLog.verify(directory: global.directory)
+    func run() async throws {
+        let report: VerificationReport
+        if let configuration = try store.configuration() {
+            report = try await Self.verify(configuration)
+        } else {
+            try global.requireLog()
+            report = try EventLog.verify(directory: global.directory)
+        }
         let output = VerifyOutput(
             ok: report.isOK, events: report.records, batches: report.batches, headDigest: report.headDigest,
             problems: report.problems.map {
@@ -100,6 +116,22 @@ struct VerifyCommand: ParsableCommand {
             }
         }
         if !report.isOK { throw ExitCode(1) }
+    }
+
+    /// Reads the stream whole (every batch is checked on the way) and checks the batches read again; a damaged
+    /// message is reported as a problem, not thrown.
+    static func verify(_ configuration: ReplicatedLog.Configuration) async throws -> VerificationReport {
+        do {
+            let log = try await ReplicatedLog.open(configuration)
+            defer { try? log.close() }
+            return try log.verify()
+        } catch  where error.code == .corruptBatch {
+            return VerificationReport(
+                records: 0, batches: 0, segments: 0, headDigest: "",
+                problems: [
+                    VerificationProblem(segment: configuration.stream, offset: 0, position: 0, kind: error.message)
+                ])
+        }
     }
 }
 

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import Projections
 import Server
+import ServiceLifecycle
 
 /// `parley serve`: the engine over HTTP and WebSocket.
 struct ServeCommand: AsyncParsableCommand {
@@ -14,6 +15,9 @@ struct ServeCommand: AsyncParsableCommand {
             is the user id (HS256 with --secret-file, or ES256/RS256 with --jwks-file). SIGTERM or SIGINT \
             stops it cleanly: live connections are closed (1001), requests in flight finish, the log is closed.
             With --dev and no key, a secret is made beside the data directory (DIR.dev-secret) and ready tokens are printed.
+            With --store, the log is a NATS JetStream stream shared by several nodes: one writes, the others follow \
+            (serving queries and live updates, answering commands with 503 and the writer's address in \
+            Parley-Writer), and a follower takes over when the writer falls silent.
             """)
 
     @OptionGroup var global: GlobalOptions
@@ -31,6 +35,14 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Requests a user may make at once above the average.") var burst: Double = 200
     @Flag(help: "Development: make a secret if none is given, and print ready tokens with curl examples.")
     var dev = false
+    @OptionGroup var store: StoreOptions
+    @Option(help: "With --store: 'auto' writes when no writer is heard; 'follower' never writes.")
+    var role: ReplicaNode.Mode = .auto
+    @Option(help: "With --store: this node's name (default: host name and process id).") var node: String?
+    @Option(help: "With --store: the address clients reach this node at (default: http://HOST:PORT).")
+    var advertise: String?
+    @Option(help: "With --store: seconds without the writer's heartbeat before this node takes over.")
+    var takeoverAfter: Double = 2
 
     func run() async throws {
         var secretFile = secretFile
@@ -62,16 +74,35 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.port = port
         configuration.requestsPerSecond = rateLimit
         configuration.burst = burst
-        let engine = try global.openEngine(createIfMissing: true)
         var logger = Logger(label: "parley")
         logger.logLevel = .notice
+        let engine: Engine
+        var services: [any Service] = []
+        let location: String
+        if let replicated = try store.configuration(node: node, advertising: advertise ?? "http://\(host):\(port)") {
+            guard takeoverAfter >= 0.2 else { throw CLIError("--takeover-after must be at least 0.2 seconds") }
+            let log = try await store.openReplicatedLog(replicated)
+            do {
+                engine = try Engine(store: log)
+            } catch {
+                try? log.close()
+                throw CLIError(error, doing: "folding the replicated log")
+            }
+            services.append(
+                ReplicaNode(
+                    engine: engine, log: log, mode: role, takeoverAfter: .milliseconds(Int(takeoverAfter * 1000)),
+                    logger: logger))
+            location = log.location
+        } else {
+            engine = try global.openEngine(createIfMissing: true)
+            location = global.directory
+        }
         let server = ParleyServer(engine: engine, verifier: verifier, configuration: configuration, logger: logger)
-        let directory = global.directory
         let position = engine.position.rawValue
         let devSecret = dev ? secretFile : nil
         do {
-            try await server.run { port in
-                Output.error("parley: serving http://\(host):\(port) (log \(directory), position \(position))")
+            try await server.run(services: services) { port in
+                Output.error("parley: serving http://\(host):\(port) (log \(location), position \(position))")
                 if let devSecret { await Self.printDevGuide(host: host, port: port, secretFile: devSecret) }
             }
         } catch {
@@ -80,7 +111,7 @@ struct ServeCommand: AsyncParsableCommand {
         }
         // A snapshot of what the server folded, so that the next start folds nothing: it is only a cache, and a
         // failure to write it is said, not fatal.
-        if engine.position > engine.openReport.snapshotPosition ?? .zero {
+        if store.store == nil, engine.position > engine.openReport.snapshotPosition ?? .zero {
             do {
                 _ = try engine.writeSnapshot()
             } catch {

@@ -16,6 +16,13 @@ public struct VerificationProblem: Sendable, Hashable, CustomStringConvertible {
     public var kind: String
 
     public var description: String { "\(segment) offset \(offset) (position \(position)): \(kind)" }
+
+    package init(segment: String, offset: Int, position: UInt64, kind: String) {
+        self.segment = segment
+        self.offset = offset
+        self.position = position
+        self.kind = kind
+    }
 }
 
 /// What ``EventLog/verify()`` found.
@@ -28,6 +35,14 @@ public struct VerificationReport: Sendable, Hashable {
     /// The chain value after the last good batch.
     public var headDigest: String
     public var problems: [VerificationProblem]
+
+    package init(records: UInt64, batches: Int, segments: Int, headDigest: String, problems: [VerificationProblem]) {
+        self.records = records
+        self.batches = batches
+        self.segments = segments
+        self.headDigest = headDigest
+        self.problems = problems
+    }
 }
 
 extension EventLog {

@@ -294,6 +294,19 @@ public struct LogStats: Sendable, Hashable {
     public var typeCounts: [String: Int]
     /// The head of the hash chain, in hex.
     public var headDigest: String
+
+    package init(
+        records: UInt64, segments: Int, bytesOnDisk: Int, uncompressedBytes: Int, batches: Int,
+        typeCounts: [String: Int], headDigest: String
+    ) {
+        self.records = records
+        self.segments = segments
+        self.bytesOnDisk = bytesOnDisk
+        self.uncompressedBytes = uncompressedBytes
+        self.batches = batches
+        self.typeCounts = typeCounts
+        self.headDigest = headDigest
+    }
 }
 
 /// The small marker file that says "this directory is a Parley log" and whether it was closed cleanly.
@@ -337,7 +350,8 @@ struct StateFile: Equatable {
 }
 
 extension Array where Element == UInt8 {
-    var hexString: String {
+    /// The bytes as lowercase hex.
+    package var hexString: String {
         let digits = Array("0123456789abcdef".utf8)
         var out: [UInt8] = []
         out.reserveCapacity(count * 2)
@@ -354,7 +368,8 @@ func segmentFileName(firstPosition: UInt64) -> String {
     return String(repeating: "0", count: max(0, 20 - digits.count)) + digits + ".seg"
 }
 
-func currentTimeMilliseconds() -> Int64 {
+/// The wall-clock time in milliseconds since the Unix epoch.
+package func currentTimeMilliseconds() -> Int64 {
     var now = timespec()
     clock_gettime(CLOCK_REALTIME, &now)
     return Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec) / 1_000_000

@@ -40,6 +40,12 @@ public struct EventLogError: Error, Sendable, Hashable, CustomStringConvertible 
         public static let readOnly = Code("readOnly")
         /// The append call was empty.
         public static let emptyAppend = Code("emptyAppend")
+        /// This node of a replicated log does not write it (a follower, or a writer that another one fenced
+        /// out); the message names the writer when it is known.
+        public static let notWriter = Code("notWriter")
+        /// A replicated log's servers could not be reached, or did not acknowledge in time; nothing is known
+        /// to be lost, and the store takes no appends until reopened.
+        public static let unavailable = Code("unavailable")
     }
 
     public var code: Code
@@ -47,6 +53,8 @@ public struct EventLogError: Error, Sendable, Hashable, CustomStringConvertible 
     public var cause: (any Error)?
     /// The operating system's error number, when a system call failed (`ENOSPC`, `EIO`, …).
     public var errno: Int32?
+    /// For `.notWriter`: the address of the node that writes the log, when it is known.
+    public var writerAddress: String?
 
     public init(_ code: Code, _ message: String, cause: (any Error)? = nil, errno: Int32? = nil) {
         self.code = code

@@ -16,11 +16,9 @@ public final class MemoryStore: EventStore {
 
     private struct State {
         /// Every positioned record (committed or held), in position order.
-        var records: [Record] = []
+        var index = RecordIndex()
         var committed: UInt64 = 0
         var digest = BatchFormat.zeroDigest
-        var ids: [EventID: UInt64] = [:]
-        var streams: [StreamName: [UInt64]] = [:]
         var typeCounts: [String: Int] = [:]
         var calls = 0
         var bytes = 0
@@ -94,11 +92,11 @@ public final class MemoryStore: EventStore {
             if let problem = EventLog.check(records, number: number) { return .failure(problem) }
         }
         let result: AppendResult
-        switch Self.position(records, in: &state) {
+        switch state.index.place(records, now: currentTimeMilliseconds()) {
         case .failure(let problem): return .failure(problem)
         case .success(let positioned): result = positioned
         }
-        let last = state.records.last?.position.rawValue ?? 0
+        let last = state.index.last
         if state.isHolding {
             state.held.append(Held(result: result, lastPosition: last, completion: completion))
             return nil
@@ -107,52 +105,12 @@ public final class MemoryStore: EventStore {
         return .success(result)
     }
 
-    /// Checks expected versions before changing anything, then positions the new records.
-    private static func position(_ records: [ProposedRecord], in state: inout State) -> Result<
-        AppendResult, EventLogError
-    > {
-        var positions: [Position] = []
-        var duplicates: [Bool] = []
-        var versions: [StreamName: UInt64] = [:]
-        var local: [EventID: UInt64] = [:]
-        var next = UInt64(state.records.count) + 1
-        for (number, record) in records.enumerated() {
-            if let existing = state.ids[record.id] ?? local[record.id] {
-                positions.append(Position(existing))
-                duplicates.append(true)
-                continue
-            }
-            let current = versions[record.stream] ?? UInt64(state.streams[record.stream]?.count ?? 0)
-            if let expected = record.expectedVersion, !expected.isMet(atVersion: current) {
-                return .failure(expected.mismatch(stream: record.stream, current: current, number: number))
-            }
-            versions[record.stream] = current + 1
-            local[record.id] = next
-            positions.append(Position(next))
-            duplicates.append(false)
-            next += 1
-        }
-        let now = currentTimeMilliseconds()
-        for (number, record) in records.enumerated() where !duplicates[number] {
-            let position = positions[number].rawValue
-            let version = UInt64(state.streams[record.stream]?.count ?? 0) + 1
-            state.records.append(
-                Record(
-                    position: Position(position), id: record.id, time: record.time ?? now, stream: record.stream,
-                    streamVersion: StreamVersion(version), type: record.type, actor: record.actor,
-                    payload: record.payload))
-            state.ids[record.id] = position
-            state.streams[record.stream, default: []].append(position)
-        }
-        return .success(AppendResult(positions: positions, wasDuplicate: duplicates))
-    }
-
     private static func commit(through last: UInt64, in state: inout State) {
         guard last > state.committed else { return }
         var hasher = SHA256()
         hasher.update(data: state.digest)
         for index in Int(state.committed)..<Int(last) {
-            let record = state.records[index]
+            let record = state.index.records[index]
             withUnsafeBytes(of: record.position.rawValue.littleEndian) { hasher.update(bufferPointer: $0) }
             withUnsafeBytes(of: record.id.high.littleEndian) { hasher.update(bufferPointer: $0) }
             withUnsafeBytes(of: record.id.low.littleEndian) { hasher.update(bufferPointer: $0) }
@@ -198,11 +156,7 @@ public final class MemoryStore: EventStore {
         state.withLock { state in
             let taken = state.held
             state.held.removeAll()
-            for record in state.records[Int(state.committed)...] {
-                state.ids[record.id] = nil
-                state.streams[record.stream]?.removeLast()
-            }
-            state.records.removeSubrange(Int(state.committed)...)
+            state.index.truncate(after: state.committed)
             state.failure = error
             for held in taken { state.outbox.append((held.completion, .failure(error))) }
         }
@@ -219,63 +173,29 @@ public final class MemoryStore: EventStore {
 
     /// Committed records from `from`, at most `limit`.
     public func read(from: Position, limit: Int = .max) throws(EventLogError) -> [Record] {
-        state.withLock { state in
-            let start = Int(max(from.rawValue, 1)) - 1
-            let end = Int(state.committed)
-            guard start < end, limit > 0 else { return [] }
-            return Array(state.records[start..<min(end, start + min(limit, end - start))])
-        }
+        state.withLock { $0.index.read(from: from, limit: limit, committed: $0.committed) }
     }
 
     /// Calls `body` with every committed record from `from` on.
     public func forEachView(from: Position = .first, _ body: (RecordView) throws -> Void) throws {
-        var next = from
-        while true {
-            let page = try read(from: next, limit: 4096)
-            guard let last = page.last else { return }
-            for record in page {
-                try record.payload.withUnsafeBytes { payload in
-                    try body(
-                        RecordView(
-                            position: record.position, id: record.id, time: record.time, stream: record.stream,
-                            streamVersion: record.streamVersion, type: record.type, actor: record.actor,
-                            payload: payload))
-                }
-            }
-            next = last.position.next
-        }
+        try RecordIndex.forEachView(from: from, page: { try read(from: $0, limit: 4096) }, body)
     }
 
     /// The committed records at `positions`; positions past the head are left out.
     public func records(at positions: [Position]) throws(EventLogError) -> [Record] {
-        state.withLock { state in
-            positions.compactMap { position in
-                guard position.rawValue >= 1, position.rawValue <= state.committed else { return nil }
-                return state.records[Int(position.rawValue) - 1]
-            }
-        }
+        state.withLock { $0.index.records(at: positions, committed: $0.committed) }
     }
 
     /// The committed records of `stream` from `version`, at most `limit`.
     public func readStream(_ stream: StreamName, from version: StreamVersion = StreamVersion(1), limit: Int = .max)
         throws(EventLogError) -> [Record]
     {
-        state.withLock { state in
-            var found: [Record] = []
-            for position in (state.streams[stream] ?? []).dropFirst(Int(max(version.rawValue, 1)) - 1) {
-                guard position <= state.committed, found.count < limit else { break }
-                found.append(state.records[Int(position) - 1])
-            }
-            return found
-        }
+        state.withLock { $0.index.readStream(stream, from: version, limit: limit, committed: $0.committed) }
     }
 
     /// The committed record with `id`, or nil.
     public func lookup(id: EventID) throws(EventLogError) -> Record? {
-        state.withLock { state in
-            guard let position = state.ids[id], position <= state.committed else { return nil }
-            return state.records[Int(position) - 1]
-        }
+        state.withLock { $0.index.lookup(id: id, committed: $0.committed) }
     }
 
     /// Suspends until the head passes `position`, the store closes, or the task is cancelled.
@@ -287,7 +207,8 @@ public final class MemoryStore: EventStore {
     public func verify() throws(EventLogError) -> VerificationReport {
         state.withLock { state in
             var problems: [VerificationProblem] = []
-            for index in 0..<Int(state.committed) where state.records[index].position.rawValue != UInt64(index + 1) {
+            for index in 0..<Int(state.committed)
+            where state.index.records[index].position.rawValue != UInt64(index + 1) {
                 problems.append(
                     VerificationProblem(
                         segment: "memory", offset: index, position: UInt64(index + 1), kind: "position out of order"))

@@ -94,10 +94,7 @@ struct API: Sendable {
                 status: 200, response: "Health")
         ) { _, _ in
             guard !hub.isStopping else { throw APIError.stopping }
-            guard engine.isAcceptingCommands else {
-                throw APIError(
-                    .serviceUnavailable, "storage", "the store failed; the engine takes no commands until reopened")
-            }
+            if let refusal = engine.commandRefusal { throw APIError(refusal) }
             return JSONBody.response("{\"position\":\(engine.position.rawValue),\"status\":\"ready\"}")
         }
         t.add(

@@ -1,3 +1,4 @@
+import EventLog
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -51,7 +52,15 @@ public struct APIError: Error, HTTPResponseError, Sendable {
             status = .badRequest
         }
         self.init(status, error.code.name, error.message)
+        if let stored = error.storageError, stored.code == .notWriter {
+            // A follower of a replicated log: the client retries on the writer.
+            code = "notWriter"
+            if let writer = stored.writerAddress { headers[Self.writerHeader] = writer }
+        }
     }
+
+    /// The header that names the writer's address when a follower refuses a command.
+    static let writerHeader = HTTPField.Name("Parley-Writer")!
 
     /// The error's JSON body.
     var body: String {

@@ -13,6 +13,8 @@ final class IdempotencyCache: Sendable {
     struct Answer: Sendable {
         var status: HTTPResponse.Status
         var body: String
+        /// Headers of an error answer (`Parley-Writer` on a follower's 503).
+        var headers: HTTPFields = [:]
     }
 
     struct Entry {

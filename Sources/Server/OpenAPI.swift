@@ -402,7 +402,7 @@ enum OpenAPI {
             "Stats": object([
                 "activities": integer, "events": integer, "gratitudes": integer, "head": integer,
                 "headDigest": string, "liveConnections": integer, "messages": integer, "rooms": integer,
-                "users": integer,
+                "stateDigest": string, "users": integer, "writes": boolean,
             ]),
             "Verification": object([
                 "batches": integer, "headDigest": string, "ok": boolean, "problems": array(string),

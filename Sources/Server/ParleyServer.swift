@@ -61,8 +61,11 @@ public struct ParleyServer: Sendable {
     /// The route table, for the OpenAPI document and tests.
     var routes: [RouteSpec] { api.makeRouter().1 }
 
-    /// Serves until SIGTERM or SIGINT; `onRunning` gets the port once the server listens.
-    public func run(onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
+    /// Serves until SIGTERM or SIGINT, running `services` beside the server (a replica node); `onRunning` gets
+    /// the port once the server listens.
+    public func run(services: [any Service] = [], onRunning: @escaping @Sendable (Int) async -> Void = { _ in })
+        async throws
+    {
         let live = LiveService(hub: api.hub, grace: configuration.shutdownGrace)
         let app = makeApplication(services: []) { channel in
             await onRunning(channel.localAddress?.port ?? 0)
@@ -70,7 +73,8 @@ public struct ParleyServer: Sendable {
         // A group stops its services last first: the live channel closes (1001) before the HTTP server
         // stops accepting and drains the requests in flight.
         var group = ServiceGroupConfiguration(
-            services: [.init(service: app), .init(service: live)], gracefulShutdownSignals: [.sigterm, .sigint],
+            services: services.map { .init(service: $0) } + [.init(service: app), .init(service: live)],
+            gracefulShutdownSignals: [.sigterm, .sigint],
             logger: logger)
         group.maximumGracefulShutdownDuration = configuration.shutdownGrace * 2
         try await ServiceGroup(configuration: group).run()

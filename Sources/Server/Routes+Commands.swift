@@ -113,11 +113,11 @@ extension API {
                 metrics.commands.increment()
                 return .init(status: status, body: json)
             } catch let error as APIError {
-                return .init(status: error.status, body: error.body)
+                return .init(status: error.status, body: error.body, headers: error.headers)
             } catch let error as ValidationError {
                 metrics.refusedCommands.increment()
                 let mapped = APIError(error)
-                return .init(status: mapped.status, body: mapped.body)
+                return .init(status: mapped.status, body: mapped.body, headers: mapped.headers)
             } catch {
                 logger.error("command failed", metadata: ["error": "\(error)", "path": "\(request.uri.path)"])
                 return .init(
@@ -140,7 +140,9 @@ extension API {
         } else {
             answer = await attempt()
         }
-        return JSONBody.response(answer.body, status: answer.status)
+        var response = JSONBody.response(answer.body, status: answer.status)
+        response.headers.append(contentsOf: answer.headers)
+        return response
     }
 
     /// A room-scoped command's room, of which the caller must be a member: 404 otherwise, as for queries —

@@ -218,7 +218,8 @@ extension API {
         t.add(
             RouteSpec(
                 method: .get, path: "/v1/admin/stats", operation: "stats",
-                summary: "What the engine holds and where the log's head is (admin).", access: .admin, status: 200,
+                summary: "What the engine holds, where the log's head is, and whether this node writes (admin).",
+                access: .admin, status: 200,
                 response: "Stats")
         ) { _, context in
             _ = try context.admin()
@@ -227,7 +228,8 @@ extension API {
                 "{\"activities\":\(counts.activities),\"events\":\(counts.events),\"gratitudes\":\(counts.gratitudes),"
                 + "\"head\":\(engine.store.head.rawValue),\"headDigest\":\(JSONText.quote(engine.store.headDigest)),"
                 + "\"liveConnections\":\(hub.connectionCount),\"messages\":\(counts.messages),"
-                + "\"rooms\":\(counts.rooms),\"users\":\(counts.users)}"
+                + "\"rooms\":\(counts.rooms),\"stateDigest\":\(JSONText.quote(engine.stateDigest)),"
+                + "\"users\":\(counts.users),\"writes\":\(!engine.isFollowing)}"
             return JSONBody.response(json)
         }
         t.add(

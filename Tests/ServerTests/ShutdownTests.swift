@@ -17,7 +17,8 @@ final class ServeProcess: @unchecked Sendable {
     let errorPath: String
     let port: Int
 
-    init() async throws {
+    /// Starts `parley serve` with `arguments` added (a replicated node's), on `requestedPort` (0: any free port).
+    init(arguments: [String] = [], listeningOn requestedPort: Int = 0) async throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("parley-serve-\(UUID())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let secretFile = directory.appendingPathComponent("secret").path
@@ -25,10 +26,11 @@ final class ServeProcess: @unchecked Sendable {
         errorPath = directory.appendingPathComponent("stderr").path
         _ = FileManager.default.createFile(atPath: errorPath, contents: nil)
         process.executableURL = try parleyExecutable()
-        process.arguments = [
-            "serve", "--data", directory.appendingPathComponent("data").path, "--host", "127.0.0.1", "--port", "0",
-            "--secret-file", secretFile, "--rate-limit", "0",
-        ]
+        process.arguments =
+            [
+                "serve", "--data", directory.appendingPathComponent("data").path, "--host", "127.0.0.1", "--port",
+                String(requestedPort), "--secret-file", secretFile, "--rate-limit", "0",
+            ] + arguments
         process.standardError = FileHandle(forWritingAtPath: errorPath)
         process.standardOutput = FileHandle.nullDevice
         try process.run()

@@ -190,6 +190,9 @@ extension ProjectionState {
 extension Engine {
     /// False once the store has failed (or the engine closed): commands are refused until it is reopened.
     public var isAcceptingCommands: Bool { pipeline.withLock { $0.failure == nil } }
+
+    /// Why commands are refused now (a failed store, or a follower's refusal), or nil when they are taken.
+    public var commandRefusal: ValidationError? { pipeline.withLock { $0.failure } }
 }
 
 /// A live view read whole at one durable position: the start of a live subscription without `since`.

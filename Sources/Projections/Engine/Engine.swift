@@ -32,6 +32,8 @@ public final class Engine: Sendable {
     let durablePosition: Atomic<UInt64>
     /// Wakes live updates when `durable` moves.
     let durableChanges = CommitNotifier()
+    /// While the engine follows a store another node writes: the task folding what that writer appends.
+    let follower = PlainMutex<Task<Void, Never>?>(nil)
     /// What ``open(directory:configuration:)`` did: whether a snapshot was used and how long the tail was.
     public let openReport: OpenReport
 
@@ -86,6 +88,7 @@ public final class Engine: Sendable {
     /// Closes the store: appends already handed to it finish first; later commands fail with `.storage`.
     /// - Throws: ``ValidationError/Code/storage`` when the store fails to close cleanly.
     public func close() throws(ValidationError) {
+        follower.withLock { $0 }?.cancel()
         durableChanges.close()
         do {
             try store.close()

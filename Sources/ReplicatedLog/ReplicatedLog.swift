@@ -1,0 +1,748 @@
+import EventLog
+import Foundation
+import NATSClient
+
+/// The storage protocol on a NATS JetStream stream: Parley's log replicated by the stream's Raft group.
+///
+/// Each message of the stream is one Parley batch, byte for byte (docs/FORMAT.md: LZ4 block, CRC-32C, chain
+/// digest). Every node keeps the whole log in memory, read from the stream and checked batch by batch (CRC,
+/// chain, dense positions), and answers reads from that copy.
+///
+/// **One writer.** Only a node in the writer role appends. It groups whatever calls are waiting into one
+/// batch (group commit) and keeps one batch in flight: each publish carries JetStream's expected last
+/// sequence, so a second or stale writer is refused by the servers, and a message id made of the batch's first
+/// position and chain digest, so a retry after a lost acknowledgement or a leader change lands once. A writer
+/// refused by the fence steps down: its waiting calls fail with `.notWriter` and it follows the stream again.
+///
+/// **Durability `.replicated`.** An append is acknowledged once the stream's quorum has its batch. Losing any
+/// one server loses nothing acknowledged. A `nats-server` acknowledges when a majority holds a message in
+/// memory and writes its files to disk on an interval (`sync_interval`, 2 minutes by default on 2.9), so a
+/// power cut of a majority of the servers at once can lose what they acknowledged since their last sync; a
+/// crash of the processes alone loses nothing (the files are in the page cache).
+public final class ReplicatedLog: EventStore {
+    /// Where the stream is and how this node uses it.
+    public struct Configuration: Sendable {
+        /// The cluster's servers (any of them; the client moves between them).
+        public var servers: [NATSServerAddress]
+        /// The JetStream stream's name; its one subject is derived from it.
+        public var stream: String
+        /// How many servers keep the stream (3 in production; 1 for a single server).
+        public var replicas: Int
+        /// The most encoded bytes one batch (one message) holds; a group commit stops there.
+        public var batchSize: Int
+        /// This node's name, in heartbeats and messages.
+        public var node: String
+        /// The address clients send commands to while this node writes (in its heartbeats).
+        public var advertisedAddress: String?
+        /// How long an unacknowledged batch is retried (the same message id) before the store gives up and stops.
+        public var retryFor: Duration
+        /// How often the writer says it is alive.
+        public var heartbeatInterval: Duration
+
+        public init(
+            servers: [NATSServerAddress], stream: String = "PARLEY", replicas: Int = 3, batchSize: Int = 64 << 10,
+            node: String = ProcessInfo.processInfo.hostName + "-\(getpid())", advertisedAddress: String? = nil,
+            retryFor: Duration = .seconds(30), heartbeatInterval: Duration = .milliseconds(500)
+        ) {
+            self.servers = servers
+            self.stream = stream
+            self.replicas = replicas
+            self.batchSize = batchSize
+            self.node = node
+            self.advertisedAddress = advertisedAddress
+            self.retryFor = retryFor
+            self.heartbeatInterval = heartbeatInterval
+        }
+
+        /// The subject the batches are published on.
+        public var subject: String { "parley.\(stream.lowercased()).batches" }
+        /// The subject of the writer's heartbeats (core NATS, not stored).
+        public var heartbeatSubject: String { "parley.\(stream.lowercased()).writer" }
+    }
+
+    /// What this node does with the stream.
+    public enum Role: Sendable, Hashable, CustomStringConvertible {
+        /// Reads the stream as it grows; refuses appends.
+        case follower
+        /// Appends (the fence guards it); reads its own appends.
+        case writer
+        /// Stopped after an error it cannot get past (the store must be reopened).
+        case failed(EventLogError)
+        case closed
+
+        public var description: String {
+            switch self {
+            case .follower: "follower"
+            case .writer: "writer"
+            case .failed(let error): "failed (\(error.message))"
+            case .closed: "closed"
+            }
+        }
+    }
+
+    /// The newest heartbeat heard from a writer.
+    public struct WriterHeartbeat: Sendable, Hashable, Codable {
+        public var node: String
+        public var address: String?
+        public var position: UInt64
+        public var sequence: UInt64
+        /// When this node heard it (not sent on the wire).
+        public var heard: ContinuousClock.Instant? {
+            get { heardAt }
+            set { heardAt = newValue }
+        }
+        private var heardAt: ContinuousClock.Instant?
+
+        enum CodingKeys: String, CodingKey { case node, address, position, sequence }
+
+        init(node: String, address: String?, position: UInt64, sequence: UInt64) {
+            self.node = node
+            self.address = address
+            self.position = position
+            self.sequence = sequence
+        }
+    }
+
+    private struct Call {
+        var records: [ProposedRecord]
+        var completion: @Sendable (Result<AppendResult, EventLogError>) -> Void
+        var bytes: Int
+    }
+
+    private struct State {
+        var index = RecordIndex()
+        var committed: UInt64 = 0
+        var digest = BatchMessage.zeroDigest
+        /// The stream sequence of the newest batch in `index`.
+        var sequence: UInt64 = 0
+        /// Each batch's bytes and last position, as read or written, for `verify`.
+        var batches: [(bytes: [UInt8], last: UInt64)] = []
+        var bytes = 0
+        var typeCounts: [String: Int] = [:]
+        var role = Role.follower
+        var queue: [Call] = []
+        var snapshots: [UInt64: [UInt8]] = [:]
+        var heartbeat: WriterHeartbeat?
+        var tasks: [Task<Void, Never>] = []
+        var follower: Task<Void, Never>?
+        /// A writer heard appending past this one while it writes.
+        var rival: WriterHeartbeat?
+        /// Why this node last stopped writing.
+        var stepDownReason: String?
+        /// Wakes this term's writer loop (one stream per promotion, finished when the term ends).
+        var doorbell: AsyncStream<Void>.Continuation?
+
+        /// Ends the writer's term: its loop wakes and returns.
+        mutating func endTerm() {
+            doorbell?.finish()
+            doorbell = nil
+        }
+    }
+
+    public let configuration: Configuration
+    let connection: NATSConnection
+    let jetStream: JetStream
+    /// The most bytes the servers take in one message.
+    let maximumMessage: Int
+    private let state = PlainMutex(State())
+    private let notifier = CommitNotifier()
+    private let roleNotifier = CommitNotifier()
+
+    private init(configuration: Configuration, connection: NATSConnection, maximumMessage: Int) {
+        self.configuration = configuration
+        self.connection = connection
+        self.jetStream = JetStream(connection)
+        self.maximumMessage = maximumMessage
+    }
+
+    /// Connects, creates the stream when it is missing (or checks the one there), reads every batch in it, and
+    /// follows it as a follower. Call ``promote()`` to write.
+    /// - Throws: `.unavailable` when no server answers, `.corruptBatch` naming the message when the stream
+    ///   holds something that is not the next valid batch, `.invalidConfiguration` for a stream set up otherwise.
+    public static func open(_ configuration: Configuration) async throws(EventLogError) -> ReplicatedLog {
+        guard !configuration.servers.isEmpty else {
+            throw EventLogError(.invalidConfiguration, "a replicated log needs at least one NATS server")
+        }
+        guard configuration.batchSize >= 256, configuration.batchSize <= 8 << 20 else {
+            throw EventLogError(
+                .invalidConfiguration, "batch size \(configuration.batchSize) is outside 256 B – 8 MiB")
+        }
+        var options = NATSOptions(servers: configuration.servers)
+        options.name = "parley \(configuration.node)"
+        let connection: NATSConnection
+        do {
+            connection = try await NATSConnection.connect(options)
+        } catch {
+            throw EventLogError(
+                .unavailable, "no NATS server of \(describe(configuration.servers)) answered: \(error)", cause: error)
+        }
+        let log = ReplicatedLog(
+            configuration: configuration, connection: connection, maximumMessage: 1 << 20)
+        do {
+            try await log.prepareStream()
+            try await log.catchUp()
+        } catch {
+            await connection.close()
+            throw error
+        }
+        log.startFollowing()
+        log.listenForHeartbeats()
+        return log
+    }
+
+    static func describe(_ servers: [NATSServerAddress]) -> String {
+        servers.map(\.description).joined(separator: ",")
+    }
+
+    /// `nats://host:port,…/STREAM`.
+    public var location: String { "\(Self.describe(configuration.servers))/\(configuration.stream)" }
+
+    /// This node's role now.
+    public var role: Role { state.withLock { $0.role } }
+
+    /// The newest writer heartbeat heard (this node's own while it writes).
+    public var writerHeartbeat: WriterHeartbeat? { state.withLock { $0.heartbeat } }
+
+    /// Why this node last stopped writing (another writer appended, or was heard appending), if it did.
+    public var stepDownReason: String? { state.withLock { $0.stepDownReason } }
+
+    /// The stream sequence of the newest batch this node holds.
+    public var sequence: UInt64 { state.withLock { $0.sequence } }
+
+    /// Suspends until the role differs from `role` or the store closes; returns the new role.
+    public func roleChange(from role: Role) async -> Role {
+        _ = await roleNotifier.wait { self.role != role }
+        return self.role
+    }
+
+    private func setRole(_ role: Role) {
+        state.withLock { $0.role = role }
+        roleNotifier.notify()
+    }
+
+    // MARK: The stream
+
+    private func prepareStream() async throws(EventLogError) {
+        var config = JetStream.StreamConfig(name: configuration.stream, subjects: [configuration.subject])
+        config.replicas = configuration.replicas
+        config.storage = .file
+        config.duplicateWindow = .seconds(120)
+        config.maxMessageSize = Int32(clamping: maximumMessage)
+        // History is never lost: the servers refuse to delete or purge a Parley stream's messages.
+        config.denyDelete = true
+        config.denyPurge = true
+        do {
+            let info = try await jetStream.addOrVerifyStream(config)
+            guard info.config.subjects == [configuration.subject] else {
+                throw EventLogError(
+                    .invalidConfiguration,
+                    "stream \(configuration.stream) takes subjects \(info.config.subjects), not "
+                        + "\(configuration.subject): it is not a Parley log")
+            }
+        } catch let error as EventLogError {
+            throw error
+        } catch {
+            throw Self.storeError(error, doing: "creating stream \(configuration.stream)")
+        }
+    }
+
+    /// The store error for a client error: `.unavailable` for what may pass (no answer, no leader yet, a
+    /// dropped connection), `.io` for anything else the servers said.
+    static func storeError(_ error: any Error, doing action: String) -> EventLogError {
+        if let error = error as? JetStreamError {
+            switch error.code {
+            case .timeout, .noResponders, .connection:
+                return EventLogError(.unavailable, "\(action): \(error)", cause: error)
+            default:
+                return EventLogError(.io, "\(action): \(error)", cause: error)
+            }
+        }
+        return EventLogError(.unavailable, "\(action): \(error)", cause: error)
+    }
+
+    /// The stream's newest sequence, as its leader says.
+    private func streamLastSequence() async throws(EventLogError) -> UInt64 {
+        do {
+            guard let info = try await jetStream.streamInfo(configuration.stream) else {
+                throw EventLogError(.notFound, "stream \(configuration.stream) is gone from the servers")
+            }
+            return info.state.lastSequence
+        } catch let error as EventLogError {
+            throw error
+        } catch {
+            throw Self.storeError(error, doing: "asking for stream \(configuration.stream)'s state")
+        }
+    }
+
+    /// Reads every message up to the stream's newest sequence (as it is when called).
+    private func catchUp() async throws(EventLogError) {
+        let last = try await streamLastSequence()
+        guard sequence < last else { return }
+        let messages = jetStream.orderedMessages(
+            stream: configuration.stream, subject: configuration.subject, from: sequence + 1)
+        do {
+            for try await message in messages {
+                try apply(message)
+                if message.sequence >= last { break }
+            }
+        } catch let error as EventLogError {
+            throw error
+        } catch {
+            throw Self.storeError(error, doing: "reading stream \(configuration.stream)")
+        }
+        guard sequence >= last else {
+            throw EventLogError(
+                .unavailable, "stream \(configuration.stream) ended at sequence \(sequence) before \(last)")
+        }
+    }
+
+    /// Checks one message read from the stream and adds its records.
+    private func apply(_ message: JetStream.StoredMessage) throws(EventLogError) {
+        let (first, previous, expectedSequence) = state.withLock { ($0.committed + 1, $0.digest, $0.sequence) }
+        // A message already held (read again after a consumer was recreated) is skipped, never applied twice.
+        if message.sequence <= expectedSequence { return }
+        let batch = try BatchMessage.decode(
+            message.payload, expectedFirst: first, previousDigest: previous,
+            source: "message \(message.sequence) of stream \(configuration.stream)")
+        state.withLock { state in
+            Self.add(batch, sequence: message.sequence, to: &state)
+        }
+        notifier.notify()
+    }
+
+    /// Makes `batch` (already checked, at the next position) committed and visible.
+    /// `isIndexed` when the writer placed the records in the index already.
+    private static func add(_ batch: BatchMessage, sequence: UInt64, isIndexed: Bool = false, to state: inout State) {
+        if !isIndexed {
+            for record in batch.records { state.index.append(record) }
+        }
+        for record in batch.records {
+            state.typeCounts[record.type, default: 0] += 1
+            state.bytes += record.payload.count
+        }
+        state.committed = batch.lastPosition
+        state.digest = batch.digest
+        state.sequence = sequence
+        state.batches.append((batch.bytes, batch.lastPosition))
+    }
+
+    /// Follows the stream from the newest batch held, adding each new one, while this node is a follower.
+    private func startFollowing() {
+        let task = Task { [self] in
+            var backoff = Duration.milliseconds(100)
+            while !Task.isCancelled, role == .follower {
+                let messages = jetStream.orderedMessages(
+                    stream: configuration.stream, subject: configuration.subject, from: sequence + 1)
+                do {
+                    for try await message in messages {
+                        try apply(message)
+                        backoff = .milliseconds(100)
+                    }
+                } catch let error as EventLogError {
+                    if error.code == .corruptBatch {
+                        setRole(.failed(error))
+                        return
+                    }
+                } catch {}
+                try? await Task.sleep(for: backoff)
+                backoff = min(backoff * 2, .seconds(2))
+            }
+        }
+        state.withLock { $0.follower = task }
+    }
+
+    /// Listens to the writer's heartbeats (and, while this node writes, sends its own).
+    private func listenForHeartbeats() {
+        let listener = Task { [self] in
+            while !Task.isCancelled {
+                do {
+                    let subscription = try await connection.subscribe(configuration.heartbeatSubject)
+                    for try await message in subscription {
+                        guard var beat = try? JSONDecoder().decode(WriterHeartbeat.self, from: Data(message.payload))
+                        else { continue }
+                        beat.heard = .now
+                        let isOther = beat.node != configuration.node
+                        state.withLock { state in if isOther || state.role == .writer { state.heartbeat = beat } }
+                        if isOther, role == .writer, beat.sequence > sequence {
+                            // Another writer appended past us (the fence would refuse our next batch anyway): the
+                            // writer steps down between batches, never with one in flight.
+                            let doorbell = state.withLock { state in
+                                state.rival = beat
+                                return state.doorbell
+                            }
+                            doorbell?.yield()
+                        }
+                    }
+                } catch {}
+                try? await Task.sleep(for: .milliseconds(200))
+            }
+        }
+        let speaker = Task { [self] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: configuration.heartbeatInterval)
+                guard role == .writer else { continue }
+                let beat = state.withLock {
+                    WriterHeartbeat(
+                        node: configuration.node, address: configuration.advertisedAddress, position: $0.committed,
+                        sequence: $0.sequence)
+                }
+                if let payload = try? JSONEncoder().encode(beat) {
+                    try? await connection.publish(configuration.heartbeatSubject, payload: Array(payload))
+                }
+            }
+        }
+        state.withLock { $0.tasks += [listener, speaker] }
+    }
+
+    // MARK: Roles
+
+    /// Becomes the writer: stops following, reads the stream to its newest sequence, and appends from there
+    /// (the fence refuses the first batch if another writer appended meanwhile, and this node steps down).
+    /// - Throws: `.unavailable` when the stream's state cannot be read; the node stays a follower.
+    public func promote() async throws(EventLogError) {
+        guard role == .follower else { return }
+        let follower = state.withLock { state -> Task<Void, Never>? in
+            defer { state.follower = nil }
+            return state.follower
+        }
+        follower?.cancel()
+        await follower?.value
+        do {
+            try await catchUp()
+        } catch {
+            startFollowing()
+            throw error
+        }
+        let started = state.withLock { state -> AsyncStream<Void>? in
+            guard state.role == .follower else { return nil }
+            state.role = .writer
+            let (rings, doorbell) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+            state.doorbell = doorbell
+            state.rival = nil
+            state.heartbeat = WriterHeartbeat(
+                node: configuration.node, address: configuration.advertisedAddress, position: state.committed,
+                sequence: state.sequence)
+            state.heartbeat?.heard = .now
+            return rings
+        }
+        guard let rings = started else { return }
+        roleNotifier.notify()
+        let writer = Task { [self] in await writeLoop(rings) }
+        state.withLock { $0.tasks.append(writer) }
+    }
+
+    /// Stops writing: waiting calls fail with `.notWriter`, and the node follows the stream again.
+    private func stepDown(because reason: String) {
+        let waiting = state.withLock { state -> [Call] in
+            guard state.role == .writer else { return [] }
+            state.role = .follower
+            state.stepDownReason = reason
+            state.endTerm()
+            // Records placed for a batch the stream refused are not the log's: the other writer's come there.
+            state.index.truncate(after: state.committed)
+            defer { state.queue.removeAll() }
+            return state.queue
+        }
+        let error = notWriterError(reason)
+        for call in waiting { call.completion(.failure(error)) }
+        roleNotifier.notify()
+        startFollowing()
+    }
+
+    /// The refusal of an append on this node: who writes instead, when known.
+    public func notWriterError(_ reason: String? = nil) -> EventLogError {
+        var text = "node \(configuration.node) does not write \(location)"
+        if let reason { text += ": \(reason)" }
+        let writer = writerHeartbeat.flatMap { $0.node == configuration.node ? nil : $0 }
+        if let writer { text += "; the writer is \(writer.node)" + (writer.address.map { " at \($0)" } ?? "") }
+        var error = EventLogError(.notWriter, text)
+        error.writerAddress = writer?.address
+        return error
+    }
+
+    // MARK: Appending
+
+    /// Queues one atomic append for the writer; refused at once unless this node writes.
+    public func submit(
+        _ records: [ProposedRecord], completion: @escaping @Sendable (Result<AppendResult, EventLogError>) -> Void
+    ) {
+        guard !records.isEmpty else {
+            completion(.failure(EventLogError(.emptyAppend, "an append needs at least one record")))
+            return
+        }
+        for number in records.indices {
+            if let problem = EventLog.checkRecord(records[number]) {
+                completion(.failure(problem))
+                return
+            }
+        }
+        let bytes = records.reduce(0) { $0 + $1.payload.count + $1.stream.rawValue.utf8.count + 48 }
+        let (role, doorbell) = state.withLock { state -> (Role, AsyncStream<Void>.Continuation?) in
+            guard state.role == .writer else { return (state.role, nil) }
+            state.queue.append(Call(records: records, completion: completion, bytes: bytes))
+            return (state.role, state.doorbell)
+        }
+        switch role {
+        case .writer: doorbell?.yield()
+        case .follower: return completion(.failure(notWriterError()))
+        case .failed(let error):
+            return completion(
+                .failure(
+                    EventLogError(
+                        .closed, "the replicated log stopped (\(error.message)); it takes no appends until reopened",
+                        cause: error)))
+        case .closed: return completion(.failure(EventLogError(.closed, "the replicated log \(location) is closed")))
+        }
+    }
+
+    /// The writer: one batch in flight, the next group forming meanwhile.
+    private func writeLoop(_ rings: AsyncStream<Void>) async {
+        for await _ in rings {
+            while role == .writer {
+                if let rival = state.withLock({ $0.rival }) {
+                    stepDown(because: "node \(rival.node) writes the log now (sequence \(rival.sequence))")
+                    return
+                }
+                let calls = takeGroup()
+                if calls.isEmpty { break }
+                await write(calls)
+            }
+            if role != .writer { return }
+        }
+    }
+
+    /// The calls waiting, up to one batch's worth of bytes (at least one call).
+    private func takeGroup() -> [Call] {
+        state.withLock { state in
+            var total = 0
+            var count = 0
+            for call in state.queue {
+                if count > 0, total + call.bytes > configuration.batchSize { break }
+                total += call.bytes
+                count += 1
+            }
+            defer { state.queue.removeFirst(count) }
+            return Array(state.queue.prefix(count))
+        }
+    }
+
+    /// Positions a group, publishes it as one batch, and answers its calls.
+    private func write(_ calls: [Call]) async {
+        var answers: [(Call, Result<AppendResult, EventLogError>)] = []
+        let placed = state.withLock { state -> (records: [Record], previous: [UInt8], sequence: UInt64) in
+            let now = currentTimeMilliseconds()
+            for call in calls {
+                answers.append((call, state.index.place(call.records, now: now)))
+            }
+            return (Array(state.index.records[Int(state.committed)...]), state.digest, state.sequence)
+        }
+        guard !placed.records.isEmpty else {
+            for (call, answer) in answers { call.completion(answer) }
+            return
+        }
+        let outcome = await publish(placed.records, previous: placed.previous, after: placed.sequence)
+        switch outcome {
+        case .success:
+            notifier.notify()
+            for (call, answer) in answers { call.completion(answer) }
+        case .failure(let error):
+            state.withLock { $0.index.truncate(after: $0.committed) }
+            for (call, answer) in answers {
+                if case .failure = answer { call.completion(answer) } else { call.completion(.failure(error)) }
+            }
+        }
+    }
+
+    /// Publishes the batch of `records` with the fence and a message id, retrying what may pass, and adds it
+    /// once the stream has it. On a refusal by the fence the node steps down; when retries run out it stops.
+    private func publish(_ records: [Record], previous: [UInt8], after sequence: UInt64) async -> Result<
+        Void, EventLogError
+    > {
+        let batch: BatchMessage
+        do {
+            batch = try BatchMessage.encode(records, previousDigest: previous)
+        } catch {
+            return .failure(error)
+        }
+        guard batch.bytes.count <= maximumMessage else {
+            return .failure(
+                EventLogError(
+                    .recordTooLarge,
+                    "an append of \(batch.bytes.count) bytes encoded is over the \(maximumMessage)-byte message "
+                        + "limit of the NATS servers; send fewer records per call"))
+        }
+        let id = "\(configuration.stream)-\(batch.firstPosition)-\(batch.digest.hexString.prefix(24))"
+        let deadline = ContinuousClock.now + configuration.retryFor
+        var backoff = Duration.milliseconds(50)
+        while true {
+            do {
+                let ack = try await jetStream.publish(
+                    configuration.subject, payload: batch.bytes, messageID: id, expectedLastSequence: sequence,
+                    expectedStream: configuration.stream)
+                guard ack.sequence == sequence + 1 else {
+                    let error = EventLogError(
+                        .corruptBatch,
+                        "stream \(configuration.stream) stored batch \(id) at sequence \(ack.sequence), not at "
+                            + "\(sequence + 1) after this node's newest")
+                    setRole(.failed(error))
+                    return .failure(error)
+                }
+                state.withLock { Self.add(batch, sequence: ack.sequence, isIndexed: true, to: &$0) }
+                return .success(())
+            } catch {
+                if case .wrongLastSequence = error.code {
+                    // Ours may have landed on an attempt whose acknowledgement was lost: the message at our
+                    // sequence tells.
+                    if let stored = try? await jetStream.message(
+                        stream: configuration.stream, sequence: sequence + 1),
+                        stored.payload == batch.bytes
+                    {
+                        state.withLock { Self.add(batch, sequence: sequence + 1, isIndexed: true, to: &$0) }
+                        return .success(())
+                    }
+                    let reason = "another writer appended to stream \(configuration.stream) after sequence \(sequence)"
+                    stepDown(because: reason)
+                    return .failure(notWriterError(reason))
+                }
+                let mayPass: Bool
+                switch error.code {
+                case .timeout, .noResponders, .connection: mayPass = true
+                default: mayPass = false
+                }
+                if !mayPass || ContinuousClock.now + backoff > deadline {
+                    let failure = EventLogError(
+                        .unavailable,
+                        "stream \(configuration.stream) did not take the batch at position \(batch.firstPosition)"
+                            + (mayPass ? " within \(configuration.retryFor)" : "") + ": \(error)",
+                        cause: error)
+                    failAll(failure)
+                    return .failure(failure)
+                }
+                try? await Task.sleep(for: backoff)
+                backoff = min(backoff * 2, .seconds(1))
+            }
+        }
+    }
+
+    /// Stops taking appends: the waiting calls fail with `error`, and so does every later one.
+    private func failAll(_ error: EventLogError) {
+        let waiting = state.withLock { state -> [Call] in
+            state.role = .failed(error)
+            state.endTerm()
+            state.index.truncate(after: state.committed)
+            defer { state.queue.removeAll() }
+            return state.queue
+        }
+        roleNotifier.notify()
+        for call in waiting { call.completion(.failure(error)) }
+    }
+
+    // MARK: Reading
+
+    public var head: Position { Position(state.withLock { $0.committed }) }
+
+    public var headDigest: String { state.withLock { $0.digest }.hexString }
+
+    public func read(from: Position, limit: Int) throws(EventLogError) -> [Record] {
+        state.withLock { $0.index.read(from: from, limit: limit, committed: $0.committed) }
+    }
+
+    public func forEachView(from: Position, _ body: (RecordView) throws -> Void) throws {
+        try RecordIndex.forEachView(from: from, page: { try read(from: $0, limit: 4096) }, body)
+    }
+
+    public func records(at positions: [Position]) throws(EventLogError) -> [Record] {
+        state.withLock { $0.index.records(at: positions, committed: $0.committed) }
+    }
+
+    public func readStream(_ stream: StreamName, from version: StreamVersion, limit: Int) throws(EventLogError)
+        -> [Record]
+    {
+        state.withLock { $0.index.readStream(stream, from: version, limit: limit, committed: $0.committed) }
+    }
+
+    public func lookup(id: EventID) throws(EventLogError) -> Record? {
+        state.withLock { $0.index.lookup(id: id, committed: $0.committed) }
+    }
+
+    public func waitForCommit(after position: Position) async -> Bool {
+        await notifier.wait { head > position }
+    }
+
+    /// Checks every batch held again, as read from or written to the stream: CRC, decoding, dense positions
+    /// and the hash chain from the first batch.
+    public func verify() throws(EventLogError) -> VerificationReport {
+        let (batches, committed) = state.withLock { ($0.batches, $0.committed) }
+        var digest = BatchMessage.zeroDigest
+        var next: UInt64 = 1
+        var problems: [VerificationProblem] = []
+        for (number, batch) in batches.enumerated() {
+            do {
+                let decoded = try BatchMessage.decode(
+                    batch.bytes, expectedFirst: next, previousDigest: digest, source: "batch \(number + 1)")
+                digest = decoded.digest
+                next = decoded.lastPosition + 1
+            } catch {
+                problems.append(
+                    VerificationProblem(
+                        segment: "\(configuration.stream) batch \(number + 1)", offset: 0, position: next,
+                        kind: error.message))
+                break
+            }
+        }
+        if problems.isEmpty, next - 1 != committed {
+            problems.append(
+                VerificationProblem(
+                    segment: configuration.stream, offset: 0, position: next,
+                    kind: "the batches end at \(next - 1), the head is \(committed)"))
+        }
+        return VerificationReport(
+            records: next - 1, batches: batches.count, segments: 0, headDigest: digest.hexString, problems: problems)
+    }
+
+    public func stats() -> LogStats {
+        state.withLock { state in
+            LogStats(
+                records: state.committed, segments: 0, bytesOnDisk: state.batches.reduce(0) { $0 + $1.bytes.count },
+                uncompressedBytes: state.bytes, batches: state.batches.count, typeCounts: state.typeCounts,
+                headDigest: state.digest.hexString)
+        }
+    }
+
+    /// Finishes the batch in flight, fails calls still waiting with `.closed`, and disconnects.
+    public func close() throws(EventLogError) {
+        let (waiting, tasks) = state.withLock { state -> ([Call], [Task<Void, Never>]) in
+            if case .failed = state.role {} else { state.role = .closed }
+            state.endTerm()
+            defer {
+                state.queue.removeAll()
+                state.tasks.removeAll()
+            }
+            return (state.queue, state.tasks + (state.follower.map { [$0] } ?? []))
+        }
+        let error = EventLogError(.closed, "the replicated log \(location) is closed")
+        for call in waiting { call.completion(.failure(error)) }
+        for task in tasks { task.cancel() }
+        notifier.close()
+        roleNotifier.close()
+        let connection = self.connection
+        Task { await connection.close() }
+    }
+
+    // MARK: Snapshots (kept in this node's memory: a node reads the whole stream when it starts)
+
+    public func snapshotPositions() -> [Position] {
+        state.withLock { $0.snapshots.keys.sorted(by: >).map { Position($0) } }
+    }
+
+    public func readSnapshot(at position: Position) -> [UInt8]? {
+        state.withLock { $0.snapshots[position.rawValue] }
+    }
+
+    public func writeSnapshot(_ bytes: [UInt8], at position: Position, keep: Int) throws(EventLogError) {
+        state.withLock { state in
+            state.snapshots[position.rawValue] = bytes
+            for old in state.snapshots.keys.sorted(by: >).dropFirst(max(keep, 1)) { state.snapshots[old] = nil }
+        }
+    }
+}

@@ -1,0 +1,193 @@
+import EventLog
+import Foundation
+import HTTPTypes
+import NATSClient
+import ParleyTestSupport
+import Projections
+import ReplicatedLog
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Replicated Parley under failure: three `nats-server`s, two `parley serve` nodes on one stream, 256 HTTP
+/// senders, and SIGKILLs of the stream's leader and of the Parley writer in the middle of the traffic.
+@Suite(.serialized, .timeLimit(.minutes(6))) struct ReplicationChaosTests {
+    /// One sender's view of the cluster: which node it believes writes.
+    final class Senders: @unchecked Sendable {
+        let lock = NSLock()
+        var acknowledged: [(room: String, id: String)] = []
+        var refusals: [Int: Int] = [:]
+        var stop = false
+        var count: Int { lock.withLock { acknowledged.count } }
+    }
+
+    /// A `parley serve --store` node named `name` on `port`.
+    static func node(_ name: String, port: Int, store: String) async throws -> ServeProcess {
+        try await ServeProcess(
+            arguments: [
+                "--store", store, "--stream", "CHAOS", "--node", name, "--advertise", "http://127.0.0.1:\(port)",
+                "--takeover-after", "1.5",
+            ], listeningOn: port)
+    }
+
+    /// The node's `/v1/admin/stats`, or nil when it does not answer.
+    static func stats(port: Int) async -> [String: Any]? {
+        guard let client = try? HTTPWire(port: port),
+            let answer = try? await client.request(
+                .get, "/v1/admin/stats", headers: [.authorization: "Bearer " + (try await token("root", admin: true))],
+                body: nil),
+            answer.status == 200
+        else { return nil }
+        return try? JSONSerialization.jsonObject(with: Data(answer.body.utf8)) as? [String: Any]
+    }
+
+    static func writes(port: Int) async -> Bool { (await stats(port: port))?["writes"] as? Bool == true }
+
+    /// Waits until `condition` holds, for at most `limit`; how long it took, or nil.
+    static func waitFor(_ limit: Duration, _ condition: () async -> Bool) async -> Duration? {
+        let start = ContinuousClock.now
+        while ContinuousClock.now - start < limit {
+            if await condition() { return ContinuousClock.now - start }
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+        return nil
+    }
+
+    @Test func killingStreamLeadersAndParleyWritersLosesNoAcknowledgedCommand() async throws {
+        let cluster = try await NATSCluster.start(servers: 3)
+        defer { cluster.stop() }
+        let store = cluster.addresses.map(\.description).joined(separator: ",")
+        let ports = try NATSCluster.freePorts(count: 2)
+        var nodes: [ServeProcess?] = [try await Self.node("node0", port: ports[0], store: store), nil]
+        #expect(await Self.waitFor(.seconds(20)) { await Self.writes(port: ports[0]) } != nil, "node0 never wrote")
+        nodes[1] = try await Self.node("node1", port: ports[1], store: store)
+
+        // 256 users in 16 rooms of 16, made through the writer.
+        let senderCount = 256
+        let setup = try HTTPWire(port: ports[0])
+        for user in 0..<senderCount {
+            let answer = try await ShutdownTests.post(
+                setup, "/v1/users", user: "u\(user)", json: #"{"method":"email","email":"u\#(user)@example.com"}"#)
+            #expect(answer.status == 201)
+        }
+        for room in 0..<16 {
+            let members = (1..<16).map { "\"u\(room * 16 + $0)\"" }.joined(separator: ",")
+            let answer = try await ShutdownTests.post(
+                setup, "/v1/rooms", user: "u\(room * 16)",
+                json: #"{"room":"r\#(room)","name":"R","members":[\#(members)]}"#)
+            #expect(answer.status == 201)
+        }
+
+        let senders = Senders()
+        let traffic = Task {
+            await withTaskGroup(of: Void.self) { group in
+                for sender in 0..<senderCount {
+                    group.addTask { await Self.send(as: sender, ports: ports, into: senders) }
+                }
+            }
+        }
+        // The chaos: five leader kills and three writer kills, each once the traffic has moved on.
+        var takeovers: [Duration] = []
+        var leaderKills = 0
+        for step in ["leader", "writer", "leader", "leader", "writer", "leader", "writer", "leader"] {
+            let before = senders.count
+            _ = await Self.waitFor(.seconds(30)) { senders.count >= before + 300 }
+            if step == "leader" {
+                let leader = try await cluster.streamLeader("CHAOS")
+                cluster.kill(server: leader)
+                leaderKills += 1
+                try await Task.sleep(for: .seconds(1))
+                try await cluster.restart(server: leader)
+            } else {
+                var writer: Int?
+                _ = await Self.waitFor(.seconds(30)) {
+                    for index in 0..<2 where await Self.writes(port: ports[index]) { writer = index }
+                    return writer != nil
+                }
+                guard let killed = writer else {
+                    Issue.record("no node writes")
+                    return
+                }
+                let survivor = 1 - killed
+                kill(nodes[killed]!.process.processIdentifier, SIGKILL)
+                guard let took = await Self.waitFor(.seconds(30), { await Self.writes(port: ports[survivor]) }) else {
+                    Issue.record("node\(survivor) did not take over")
+                    return
+                }
+                takeovers.append(took)
+                nodes[killed] = try await Self.node("node\(killed)", port: ports[killed], store: store)
+            }
+        }
+        let before = senders.count
+        _ = await Self.waitFor(.seconds(30)) { senders.count >= before + 300 }
+        senders.lock.withLock { senders.stop = true }
+        await traffic.value
+
+        // Both nodes converge on one head, one head digest and one state digest.
+        var final: [[String: Any]] = []
+        let converged = await Self.waitFor(.seconds(30)) {
+            final = []
+            for port in ports { if let stats = await Self.stats(port: port) { final.append(stats) } }
+            return final.count == 2 && final[0]["head"] as? Int == final[1]["head"] as? Int
+                && final[0]["headDigest"] as? String == final[1]["headDigest"] as? String
+                && final[0]["stateDigest"] as? String == final[1]["stateDigest"] as? String
+        }
+        #expect(converged != nil, "the nodes did not converge: \(final)")
+
+        // A fresh reader of the stream holds every acknowledged message, with the nodes' digests.
+        let log = try await ReplicatedLog.open(
+            ReplicatedLog.Configuration(servers: cluster.addresses, stream: "CHAOS", node: "auditor"))
+        let engine = try Engine(store: log)
+        defer { try? engine.close() }
+        let acknowledged = senders.lock.withLock { senders.acknowledged }
+        let missing = acknowledged.filter { engine.message(MessageID($0.id), in: RoomID($0.room)) == nil }
+        #expect(missing.isEmpty, "\(missing.count) acknowledged messages missing, first \(missing.prefix(3))")
+        #expect(try log.verify().isOK)
+        if final.count == 2 {
+            #expect(final[0]["headDigest"] as? String == log.headDigest)
+            #expect(final[0]["stateDigest"] as? String == engine.stateDigest)
+        }
+        #expect(leaderKills == 5 && takeovers.count == 3)
+        let sorted = takeovers.sorted()
+        print(
+            "chaos: \(acknowledged.count) acknowledged, 0 lost; \(leaderKills) stream-leader kills, "
+                + "\(takeovers.count) writer kills; takeover median \(sorted[sorted.count / 2]), max \(sorted.last!); "
+                + "refusals by status \(senders.lock.withLock { senders.refusals })")
+        for node in nodes { if let node { kill(node.process.processIdentifier, SIGTERM) } }
+        for node in nodes { _ = try await node?.waitForExit(within: .seconds(20)) }
+    }
+
+    /// Sends messages as user `sender` until told to stop: each message by its own id, retried with that id
+    /// (so that it lands once) until a node acknowledges it, following `Parley-Writer` on a 503.
+    static func send(as sender: Int, ports: [Int], into senders: Senders) async {
+        guard let authorization = try? await "Bearer " + token("u\(sender)") else { return }
+        let room = "r\(sender / 16)"
+        var port = ports[sender % 2]
+        var client = try? HTTPWire(port: port)
+        var number = 0
+        while !senders.lock.withLock({ senders.stop }) {
+            let id = "s\(sender)-\(number)"
+            let answer = try? await client?.request(
+                .post, "/v1/rooms/\(room)/messages",
+                headers: [.authorization: authorization, .contentType: "application/json"],
+                body: #"{"id":"\#(id)","body":"chaos \#(number)"}"#)
+            if let answer, answer.status == 201 || answer.status == 200 {
+                senders.lock.withLock { senders.acknowledged.append((room, id)) }
+                number += 1
+                continue
+            }
+            if let answer { senders.lock.withLock { senders.refusals[answer.status, default: 0] += 1 } }
+            if let writer = answer?.headers[HTTPField.Name("Parley-Writer")!],
+                let named = Int(writer.split(separator: ":").last ?? "")
+            {
+                port = named
+            } else {
+                port = port == ports[0] ? ports[1] : ports[0]
+                try? await Task.sleep(for: .milliseconds(100))
+            }
+            client = try? HTTPWire(port: port)
+        }
+    }
+}
