@@ -87,8 +87,22 @@ let package = Package(
         ),
         .target(name: "ReplicatedLog", dependencies: ["EventLog", "NATSClient"]),
         .target(name: "ParleyTestSupport", dependencies: ["EventLog", "NATSClient"], path: "Tests/TestSupport"),
-        .testTarget(name: "EventLogTests", dependencies: ["EventLog", "ParleyTestSupport"]),
-        .testTarget(name: "ProjectionTests", dependencies: ["Projections", "EventLog", "ParleyTestSupport"]),
+        // The crash tests' writer: a test-only executable the tests run and SIGKILL, and the record recipe it
+        // shares with them.
+        .target(name: "CrashRecipe", dependencies: ["EventLog"], path: "Tests/CrashRecipe"),
+        .executableTarget(
+            name: "CrashWriter",
+            dependencies: [
+                "CrashRecipe", "EventLog", "Projections",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Tests/CrashWriter"
+        ),
+        .testTarget(
+            name: "EventLogTests", dependencies: ["EventLog", "ParleyTestSupport", "CrashRecipe", "CrashWriter"]),
+        .testTarget(
+            name: "ProjectionTests",
+            dependencies: ["Projections", "EventLog", "ParleyTestSupport", "CrashRecipe", "CrashWriter"]),
         .testTarget(
             name: "ServerTests",
             dependencies: [
@@ -102,7 +116,7 @@ let package = Package(
         .testTarget(
             name: "NATSClientTests",
             dependencies: [
-                "NATSClient", "Projections", "ParleyTestSupport", .product(name: "NIOCore", package: "swift-nio"),
+                "NATSClient", "EventLog", "ParleyTestSupport", .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
         .testTarget(

@@ -22,7 +22,6 @@ struct Parley: AsyncParsableCommand {
             SnapshotCommand.self,
             TailCommand.self,
             BackupCommand.self,
-            CrashWriterCommand.self,
             ServeCommand.self,
             TokenCommand.self,
             BenchCommand.self,

@@ -20,7 +20,7 @@ struct AppendProbe {
         let payloadLimit = Int(environment["PARLEY_PERF_PAYLOAD"] ?? "") ?? 150
         let streams = UInt64(environment["PARLEY_PERF_STREAMS"] ?? "") ?? 5_000
         let rounds = Int(environment["PARLEY_PERF_ROUNDS"] ?? "") ?? 1
-        var random = SplitMix64(seed: 7)
+        var random = SeededGenerator(seed: 7)
         let words = ["hey", "walk", "park", "tonight", "coffee", "see", "you", "at", "the", "dog", "great", "ok"]
         func payload() -> [UInt8] {
             var text = ""

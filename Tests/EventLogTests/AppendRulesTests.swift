@@ -213,7 +213,7 @@ import Testing
         let log = try EventLog.open(directory: directory)
         let stream = StreamName("big")
         let envelope = stream.rawValue.utf8.count + "Blob".utf8.count + "a".utf8.count + 40
-        var random = SplitMix64(seed: 1)
+        var random = SeededGenerator(seed: 1)
         let largest = ProposedRecord(
             stream: stream, type: "Blob", actor: "a", payload: random.bytes(EventLog.maximumRecordSize - envelope))
         let result = try await log.append([largest])

@@ -10,7 +10,7 @@ import Testing
 
     /// Writes 120 appends of 3 records × 3 KiB of random bytes: about ten batches per 128 KiB segment.
     static func writeLog(in directory: String) async throws -> (records: [Record], digest: String) {
-        var random = SplitMix64(seed: 0xC0DE)
+        var random = SeededGenerator(seed: 0xC0DE)
         let proposed = (0..<360).map { number in
             ProposedRecord(
                 stream: StreamName("room:\(number % 11)"), type: "MessageSent", actor: "u\(number % 5)",
@@ -34,7 +34,7 @@ import Testing
         try #require(segments.count >= 4)
 
         // Any batch of a sealed segment (every segment but the last), the one before the footer included.
-        var random = SplitMix64(seed: seed)
+        var random = SeededGenerator(seed: seed)
         let segmentNumber = Int(random.next() % UInt64(segments.count - 1))
         let path = segments[segmentNumber]
         let name = String(path.split(separator: "/").last!)

@@ -1,3 +1,4 @@
+import CrashRecipe
 import Foundation
 import ParleyTestSupport
 import Testing
@@ -8,18 +9,17 @@ import Testing
     import Glibc
 #endif
 
-/// SIGKILL a `parley crash-writer` child at random moments, over and over on one directory, and check that
+/// SIGKILL a crash-writer child at random moments, over and over on one directory, and check that
 /// every append it acknowledged survived, byte for byte.
 @Suite struct CrashTests {
     static let rounds = 20
     static let segmentSize = 256 << 10
 
     @Test func everyAcknowledgedAppendSurvivesSigkillAndRecoveryOnTopOfRecovery() async throws {
-        let executable = try parleyExecutable()
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let configuration = EventLog.Configuration(segmentSize: Self.segmentSize)
-        var random = SplitMix64(seed: 0xC4A5_4001)
+        var random = SeededGenerator(seed: 0xC4A5_4001)
         var acknowledged: [UInt64: EventID] = [:]
         var checkedHead: UInt64 = 0
         var children = 0
@@ -33,7 +33,6 @@ import Testing
                 // Now and then kill at once, while the child may still be opening (recovering) the log.
                 let killAfter = random.next() % 8 == 0 ? 0 : 1 + Int(random.next() % 3000)
                 let outcome = try await runCrashWriter(
-                    executable,
                     arguments: [
                         "--data", directory, "--seed", String(0xAB00 + UInt64(children)), "--segment-size",
                         String(Self.segmentSize),
@@ -114,26 +113,5 @@ import Testing
         #expect(
             record.payload == proposed.payload, "\(what): payload at \(record.position)", sourceLocation: sourceLocation
         )
-    }
-}
-
-/// The crash writer's derivation of a record from its id: the same as `CrashRecord` in
-/// `Sources/EngineCLI/CrashWriterCommand.swift`, kept in step by hand (any drift fails the crash test).
-enum CrashRecipe {
-    static func proposed(id: EventID) -> ProposedRecord {
-        var random = SplitMix64(seed: id.high &* 0xD6E8_FEB8_6659_FD93 ^ id.low)
-        let producer = id.low >> 48
-        let first = random.next()
-        let length: Int
-        if producer == 0 {
-            length = 200
-        } else if first % 16 == 0 {
-            length = 1000 + Int((first >> 8) % 7000)
-        } else {
-            length = Int((first >> 8) % 300)
-        }
-        return ProposedRecord(
-            id: id, stream: StreamName("crash:\((first >> 24) % 50)"), type: producer == 0 ? "Bulk" : "Small",
-            actor: "p\(producer)", payload: random.bytes(length))
     }
 }

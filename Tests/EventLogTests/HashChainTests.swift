@@ -8,7 +8,7 @@ import Testing
 @Suite struct HashChainTests {
     /// A payload byte of one earlier (stored, uncompressed) batch, changed with the CRC-32C recomputed.
     static func tamper(directory: String, seed: UInt64) throws -> (segment: String, batch: BatchOnDisk) {
-        var random = SplitMix64(seed: seed)
+        var random = SeededGenerator(seed: seed)
         let segments = try segmentPaths(in: directory)
         let path = segments[Int(random.next() % UInt64(segments.count - 1))]
         let batches = try batchesOnDisk(path)

@@ -7,7 +7,7 @@ import Testing
 struct IDTableTests {
     @Test(arguments: [UInt64(0xFFFF_FFFF_FFFF_FFFF), 0x3F])
     func agreesWithDictionary(idBits: UInt64) {
-        var random = SplitMix64(seed: idBits)
+        var random = SeededGenerator(seed: idBits)
         var table = IDTable()
         var model: [EventID: UInt64] = [:]
         var position: UInt64 = 1

@@ -88,11 +88,10 @@ import Testing
     }
 
     @Test func aReaderOfAWriterKilledAtRandomNeverSeesAnUnacknowledgedOrTornRecord() async throws {
-        let executable = try parleyExecutable()
         let directory = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         try EventLog.open(directory: directory).close()
-        var random = SplitMix64(seed: 0x5EAD_E7)
+        var random = SeededGenerator(seed: 0x5EAD_E7)
         for round in 0..<5 {
             let reader = try EventLog.openReadOnly(directory: directory)
             let heads = Mutex<[UInt64]>([])
@@ -104,7 +103,6 @@ import Testing
                 }
             }
             let outcome = try await runCrashWriter(
-                executable,
                 arguments: ["--data", directory, "--seed", String(round + 7), "--segment-size", String(256 << 10)],
                 killAfter: 200 + Int(random.next() % 2_000))
             #expect(outcome.wasKilled, "round \(round): \(outcome.errorOutput)")

@@ -10,7 +10,7 @@ import Testing
 
     /// A payload size: mostly small, some medium, a few up to 64 KiB (about 30 MB in all, so that the test
     /// stays well under a minute in a debug build).
-    static func payloadSize(_ random: inout SplitMix64) -> Int {
+    static func payloadSize(_ random: inout SeededGenerator) -> Int {
         let roll = random.next() % 1000
         if roll < 960 { return Int(random.next() % 200) }
         if roll < 997 { return 200 + Int(random.next() % 4000) }
@@ -28,7 +28,7 @@ import Testing
     }
 
     static func makeRecords() -> [ProposedRecord] {
-        var random = SplitMix64(seed: seed)
+        var random = SeededGenerator(seed: seed)
         var records: [ProposedRecord] = []
         records.reserveCapacity(recordCount)
         let time: Int64 = 1_700_000_000_000
@@ -61,7 +61,7 @@ import Testing
         let expected = expectedRecords(proposed)
 
         let log = try EventLog.open(directory: directory, configuration: configuration)
-        var random = SplitMix64(seed: Self.seed ^ 0xCA11)
+        var random = SeededGenerator(seed: Self.seed ^ 0xCA11)
         var start = 0
         var calls = 0
         while start < proposed.count {
@@ -97,7 +97,7 @@ import Testing
     }
 
     private func checkEverything(
-        _ log: EventLog, expected: [Record], random: inout SplitMix64, label: String
+        _ log: EventLog, expected: [Record], random: inout SeededGenerator, label: String
     ) throws {
         // Forward, all at once and one by one.
         expectSameRecords(try log.read(from: .first), expected, "\(label): read(from: 1)")

@@ -3,36 +3,6 @@ import Testing
 
 @testable import EventLog
 
-/// A small seeded generator (SplitMix64), so every random test can be replayed from its seed.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    /// `count` random bytes, eight per step, written straight into the array (debug builds are slow).
-    mutating func bytes(_ count: Int) -> [UInt8] {
-        let words = (count + 7) / 8
-        var generator = self
-        let result = [UInt8](unsafeUninitializedCapacity: words * 8) { buffer, initialized in
-            let raw = UnsafeMutableRawBufferPointer(buffer)
-            for word in 0..<words {
-                raw.storeBytes(of: generator.next(), toByteOffset: word * 8, as: UInt64.self)
-            }
-            initialized = count
-        }
-        self = generator
-        return result
-    }
-}
-
 /// A fresh, empty directory under the system's temporary directory; the caller removes it.
 func makeTemporaryDirectory() throws -> String {
     let path = temporaryDirectory()

@@ -53,7 +53,7 @@ import Testing
         let survivors: Int
         switch damage {
         case .cutLastBatch(let seed):
-            var random = SplitMix64(seed: seed)
+            var random = SeededGenerator(seed: seed)
             let keep = 1 + Int(random.next() % UInt64(last.header.totalLength - 1))
             damaged.removeLast(original.count - last.offset - keep)
             expectedCut = keep
@@ -63,13 +63,13 @@ import Testing
             expectedCut = count
             survivors = proposed.count
         case .garbage(let seed):
-            var random = SplitMix64(seed: seed)
+            var random = SeededGenerator(seed: seed)
             let count = 1 + Int(random.next() % 5000)
             damaged += random.bytes(count)
             expectedCut = count
             survivors = proposed.count
         case .cutThenZeros(let seed):
-            var random = SplitMix64(seed: seed)
+            var random = SeededGenerator(seed: seed)
             let keep = 1 + Int(random.next() % UInt64(last.header.totalLength - 1))
             let zeros = 1 + Int(random.next() % 300)
             damaged.removeLast(original.count - last.offset - keep)
@@ -123,7 +123,7 @@ import Testing
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let before = simpleRecords(100)
-        var random = SplitMix64(seed: 0x600 + UInt64(cutCase))
+        var random = SeededGenerator(seed: 0x600 + UInt64(cutCase))
         let group = (0..<600).map { number in
             ProposedRecord(
                 stream: StreamName("bulk:\(number % 9)"), type: "Bulk", actor: "p0", time: 1_800_000_000_000,
@@ -179,7 +179,7 @@ import Testing
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let log = try EventLog.open(directory: directory, configuration: .init(segmentSize: 16 << 10))
-        var random = SplitMix64(seed: 77)
+        var random = SeededGenerator(seed: 77)
         let proposed = (0..<40).map { number in
             ProposedRecord(stream: "s", type: "T", actor: "a", time: Int64(number), payload: random.bytes(1500))
         }

@@ -1,5 +1,5 @@
 import NIOCore
-import Projections
+import EventLog
 import Testing
 
 @testable import NATSClient

@@ -191,7 +191,7 @@ let version1Fixtures: [String: String] = [
     }
 
     @Test func randomPayloadsRoundTrip() throws {
-        var generator = SplitMix(seed: 7)
+        var generator = SeededGenerator(seed: 7)
         for _ in 0..<2000 {
             let body = generator.text()
             let event = DomainEvent.messageSent(

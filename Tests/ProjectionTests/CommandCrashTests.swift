@@ -5,24 +5,22 @@ import Testing
 
 @testable import Projections
 
-/// SIGKILL a `parley crash-writer --commands` child (concurrent validated commands through the engine) at
+/// SIGKILL a `crash writer's `--commands` mode` child (concurrent validated commands through the engine) at
 /// random moments, over and over on one directory: every acknowledged command survives, and the reopened
 /// engine's state equals a full replay of the log.
 @Suite struct CommandCrashTests {
     static let rounds = 20
 
     @Test func everyAcknowledgedCommandSurvivesSigkill() async throws {
-        let executable = try parleyExecutable()
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("parley-crash-\(UUID())").path
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        var random = SplitMix(seed: 0xC0_33A1D)
+        var random = SeededGenerator(seed: 0xC0_33A1D)
         var acknowledged: [UInt64: EventID] = [:]
         var checked: UInt64 = 0
         for round in 0..<Self.rounds {
             // Round 0 makes the log: let it get that far (a kill at creation is the log's own crash test's subject).
             let killAfter = round > 0 && random.next() % 6 == 0 ? 0 : 1 + Int(random.next() % 400)
             let outcome = try await runCrashWriter(
-                executable,
                 arguments: [
                     "--commands", "--data", directory, "--seed", String(round + 1), "--producers", "16",
                     "--segment-size", String(256 << 10),

@@ -6,7 +6,7 @@ import Testing
 
 /// Drives an engine with random commands, valid and invalid, from a seed.
 struct RandomDriver {
-    var random: SplitMix
+    var random: SeededGenerator
     let users: [UserID] = (0..<12).map { UserID("u\($0)") }
     var rooms: [RoomID] = []
     var messages: [(RoomID, MessageID)] = []
@@ -15,7 +15,7 @@ struct RandomDriver {
     var accepted = 0
     var rejected = 0
 
-    init(seed: UInt64) { random = SplitMix(seed: seed) }
+    init(seed: UInt64) { random = SeededGenerator(seed: seed) }
 
     mutating func pick<T>(_ list: [T]) -> T? { list.isEmpty ? nil : list[Int(random.next() % UInt64(list.count))] }
     mutating func user() -> UserID { pick(users)! }
@@ -246,7 +246,7 @@ func sampleAnswers(_ engine: Engine) throws -> String {
     @Test func appendsAndRemovesLikeAnArray() {
         var list = MemberList()
         var reference: [Member] = []
-        var random = SplitMix(seed: 3)
+        var random = SeededGenerator(seed: 3)
         for step in 0..<2000 {
             if reference.isEmpty || random.next() % 3 != 0 {
                 let member = Member(user: Int32(step), readMarker: UInt64(step), unread: Int32(step % 7))
@@ -271,7 +271,7 @@ func sampleAnswers(_ engine: Engine) throws -> String {
     @Test func internsLikeADictionary() throws {
         var interner = Interner()
         var reference: [String: Int32] = [:]
-        var random = SplitMix(seed: 17)
+        var random = SeededGenerator(seed: 17)
         for step in 0..<20_000 {
             let name = step % 3 == 0 ? random.text() : "id\(random.next() % 5000)"
             let (index, isNew) = interner.intern(name)

@@ -13,7 +13,7 @@ struct PerformanceProbe {
         let users = 5_000
         var records: [Record] = []
         records.reserveCapacity(total)
-        var random = SplitMix(seed: 1)
+        var random = SeededGenerator(seed: 1)
         func add(_ event: DomainEvent, actor: String) {
             let position = UInt64(records.count + 1)
             records.append(

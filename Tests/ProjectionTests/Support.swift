@@ -58,17 +58,8 @@ func bytes(hex: String) -> [UInt8] {
     return result
 }
 
-/// A small seeded generator (SplitMix64) so random tests replay exactly.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9e37_79b9_7f4a_7c15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
-        z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
-        return z ^ (z >> 31)
-    }
+/// Test helpers on the package's seeded generator.
+extension SeededGenerator {
     mutating func bool() -> Bool { next() & 1 == 0 }
     mutating func text() -> String {
         let alphabet = Array("abcxyz019 -_\"\\\n/é😊")

@@ -8,13 +8,20 @@ import Testing
 
 /// The `parley` executable built next to the test binary (`.build/<triple>/debug/parley`).
 /// - Throws: after recording an issue, when it is not there (build it with `swift build --build-tests`).
-public func parleyExecutable() throws -> URL {
+public func parleyExecutable() throws -> URL { try builtExecutable("parley") }
+
+/// The crash tests' writer (`Tests/CrashWriter`), built next to the test binary.
+/// - Throws: after recording an issue, when it is not there (build it with `swift build --build-tests`).
+public func crashWriterExecutable() throws -> URL { try builtExecutable("CrashWriter") }
+
+/// The executable `name` built next to the test binary.
+func builtExecutable(_ name: String) throws -> URL {
     var starts = [URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath(), Bundle.main.bundleURL]
     if let executable = Bundle.main.executableURL { starts.append(executable) }
     for start in starts {
         var directory = start.deletingLastPathComponent()
         while directory.path != "/" && !directory.path.isEmpty {
-            let candidate = directory.appendingPathComponent("parley")
+            let candidate = directory.appendingPathComponent(name)
             var isDirectory: ObjCBool = false
             if FileManager.default.fileExists(atPath: candidate.path, isDirectory: &isDirectory),
                 !isDirectory.boolValue,
@@ -26,7 +33,7 @@ public func parleyExecutable() throws -> URL {
         }
     }
     let message =
-        "the parley executable was not found next to the test binary (\(CommandLine.arguments[0])); "
+        "the \(name) executable was not found next to the test binary (\(CommandLine.arguments[0])); "
         + "build it with `swift build --build-tests` first"
     Issue.record(Comment(rawValue: message))
     throw CancellationError()
@@ -41,10 +48,11 @@ public struct CrashWriterOutcome: Sendable {
     public var errorOutput: String
 }
 
-/// Runs `parley crash-writer ARGUMENTS`, reads its `position id` lines as they come, and SIGKILLs it once
+/// Runs the crash writer with ARGUMENTS, reads its `position id` lines as they come, and SIGKILLs it once
 /// `killAfter` acknowledgements arrived (0: at once). Lines already in the pipe are acknowledged too.
-public func runCrashWriter(_ executable: URL, arguments: [String], killAfter: Int) async throws -> CrashWriterOutcome {
-    try await withCheckedThrowingContinuation { continuation in
+public func runCrashWriter(arguments: [String], killAfter: Int) async throws -> CrashWriterOutcome {
+    let executable = try crashWriterExecutable()
+    return try await withCheckedThrowingContinuation { continuation in
         // A thread of its own: the reads block, and must not hold one of the few cooperative threads.
         let thread = Thread {
             continuation.resume(
@@ -62,7 +70,7 @@ private func runCrashWriterBlocking(_ executable: URL, arguments: [String], kill
     defer { try? FileManager.default.removeItem(atPath: errorPath) }
     let process = Process()
     process.executableURL = executable
-    process.arguments = ["crash-writer"] + arguments
+    process.arguments = arguments
     let output = Pipe()
     process.standardOutput = output
     process.standardError = FileHandle(forWritingAtPath: errorPath)

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CrashRecipe
 import EventLog
 import Foundation
 import Projections
@@ -8,20 +9,21 @@ import Synchronization
     import Glibc
 #endif
 
-/// A hidden helper for the crash tests: appends records in `.synced` mode forever and prints each
+/// The crash tests' writer (a test-only executable): appends records in `.synced` mode forever and prints each
 /// acknowledged position on stdout, so a test can SIGKILL it at any moment and check what survived.
 ///
-/// Every record is derived from its id (see ``CrashRecord``), so the test can check a survivor's bytes from
-/// the `position id` line alone. Producer 0 appends 600 records of 200 B per call (more than one batch: a
+/// Every record is derived from its id (``CrashRecipe``, shared with the tests), so a test can check a
+/// survivor's bytes from the `position id` line alone. Producer 0 appends 600 records of 200 B per call (more than one batch: a
 /// multi-batch group); the others append 1–8 records of 0 B – 8 KiB, so group commit mixes them.
 ///
 /// With `--commands` it drives the engine instead: concurrent senders run validated commands (messages into
 /// their rooms, first direct messages that create rooms, read markers) and it prints `position id` for every
 /// event of each acknowledged command.
-struct CrashWriterCommand: AsyncParsableCommand {
+@main
+struct CrashWriter: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "crash-writer", abstract: "Test helper: append until killed.", shouldDisplay: false)
-    @OptionGroup var global: GlobalOptions
+        commandName: "CrashWriter", abstract: "Test helper: append until killed.")
+    @Option(help: "The data directory.") var data: String
     @Option(help: "Seed: the high half of every event id, and the producers' choice of append sizes.")
     var seed: UInt64 = 1
     @Option(help: "Segment size in bytes.") var segmentSize: Int = 128 << 20
@@ -34,7 +36,7 @@ struct CrashWriterCommand: AsyncParsableCommand {
             return
         }
         let log = try EventLog.open(
-            directory: global.directory, configuration: .init(segmentSize: segmentSize, durability: .synced))
+            directory: data, configuration: .init(segmentSize: segmentSize, durability: .synced))
         let printer = AcknowledgementPrinter()
         let seed = self.seed
         try await withThrowingTaskGroup(of: Void.self) { group in
@@ -51,14 +53,14 @@ struct CrashWriterCommand: AsyncParsableCommand {
     private static func produce(log: EventLog, producer: UInt64, seed: UInt64, printer: AcknowledgementPrinter)
         async throws
     {
-        var random = CrashRecord.SplitMix64(seed: seed ^ (producer &+ 1) &* 0x9E37_79B9_7F4A_7C15)
+        var random = SeededGenerator(seed: seed ^ (producer &+ 1) &* 0x9E37_79B9_7F4A_7C15)
         var sequence: UInt64 = 0
         while true {
             let count = producer == 0 ? 600 : Int(random.next() % 8) + 1
             var records: [ProposedRecord] = []
             records.reserveCapacity(count)
             for _ in 0..<count {
-                records.append(CrashRecord.proposed(id: EventID(high: seed, low: producer << 48 | sequence)))
+                records.append(CrashRecipe.proposed(id: EventID(high: seed, low: producer << 48 | sequence)))
                 sequence += 1
             }
             let result = try await log.append(records)
@@ -71,14 +73,13 @@ struct CrashWriterCommand: AsyncParsableCommand {
     }
 }
 
-extension CrashWriterCommand {
-    static let commandUsers = 64
+extension CrashWriter {
 
     /// The engine mode: makes the world if it is missing (a child may start on a log an earlier one left),
     /// then sends from every producer until killed.
     private func runCommands() async throws {
-        let engine = try Engine.open(directory: global.directory, configuration: .init(segmentSize: segmentSize))
-        for number in 0..<Self.commandUsers where engine.profile(Self.user(number)) == nil {
+        let engine = try Engine.open(directory: data, configuration: .init(segmentSize: segmentSize))
+        for number in 0..<CrashRecipe.commandUsers where engine.profile(Self.user(number)) == nil {
             try await engine.register(Self.user(number), method: .google, name: "Crash \(number)")
         }
         let producers = max(1, self.producers)
@@ -99,8 +100,8 @@ extension CrashWriterCommand {
         }
     }
 
-    static func user(_ number: Int) -> UserID { UserID("c\(number % commandUsers)") }
-    static func room(_ producer: Int) -> RoomID { RoomID("crash-room-\(producer)") }
+    static func user(_ number: Int) -> UserID { UserID(CrashRecipe.user(number)) }
+    static func room(_ producer: Int) -> RoomID { RoomID(CrashRecipe.room(producer)) }
 
     private static func send(engine: Engine, producer: Int, seed: UInt64, printer: AcknowledgementPrinter)
         async throws
@@ -148,44 +149,5 @@ private final class AcknowledgementPrinter: Sendable {
                 done += n
             }
         }
-    }
-}
-
-/// How the crash writer derives a record from its id. `Tests/EventLogTests/CrashTests.swift` holds the same
-/// derivation to check survivors; change both together.
-enum CrashRecord {
-    struct SplitMix64 {
-        var state: UInt64
-        init(seed: UInt64) { state = seed }
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
-    static func proposed(id: EventID) -> ProposedRecord {
-        var random = SplitMix64(seed: id.high &* 0xD6E8_FEB8_6659_FD93 ^ id.low)
-        let producer = id.low >> 48
-        let first = random.next()
-        let length: Int
-        if producer == 0 {
-            length = 200
-        } else if first % 16 == 0 {
-            length = 1000 + Int((first >> 8) % 7000)
-        } else {
-            length = Int((first >> 8) % 300)
-        }
-        var payload: [UInt8] = []
-        payload.reserveCapacity(length + 8)
-        while payload.count < length {
-            withUnsafeBytes(of: random.next()) { payload.append(contentsOf: $0) }
-        }
-        payload.removeLast(payload.count - length)
-        return ProposedRecord(
-            id: id, stream: StreamName("crash:\((first >> 24) % 50)"), type: producer == 0 ? "Bulk" : "Small",
-            actor: "p\(producer)", payload: payload)
     }
 }

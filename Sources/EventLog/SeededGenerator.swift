@@ -1,4 +1,5 @@
-/// SplitMix64: a small, fast, seedable generator, so a simulation is the same for the same seed everywhere.
+/// SplitMix64: a small, fast, seedable generator, so a simulation, a benchmark's events and a randomised test are
+/// the same for the same seed everywhere. The one seeded generator of the package.
 public struct SeededGenerator: RandomNumberGenerator, Sendable {
     private var state: UInt64
 
@@ -25,4 +26,19 @@ public struct SeededGenerator: RandomNumberGenerator, Sendable {
     }
 
     public mutating func pick<T>(_ items: [T]) -> T { items[Int.random(in: 0..<items.count, using: &self)] }
+
+    /// `count` random bytes, eight per step, written straight into the array (debug builds are slow).
+    public mutating func bytes(_ count: Int) -> [UInt8] {
+        let words = (count + 7) / 8
+        var generator = self
+        let result = [UInt8](unsafeUninitializedCapacity: words * 8) { buffer, initialized in
+            let raw = UnsafeMutableRawBufferPointer(buffer)
+            for word in 0..<words {
+                raw.storeBytes(of: generator.next(), toByteOffset: word * 8, as: UInt64.self)
+            }
+            initialized = count
+        }
+        self = generator
+        return result
+    }
 }
