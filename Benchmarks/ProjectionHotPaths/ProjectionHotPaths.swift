@@ -4,10 +4,9 @@ import Foundation
 import Projections
 import Synchronization
 
-// Issue 3's figures: replay, open from a snapshot, and the hot queries, through the public API of Projections only.
+// Replay, open from a snapshot, and the hot queries, through the public API of Projections only.
 //
-// The data set is the shape of Tests/ProjectionTests/PerformanceProbe.swift, written through `Engine.apply` in
-// chunks of 5,000 events with explicit ids, times and actors: 5,000 users; 20,000 direct rooms (u0 is in 500 of
+// The data set is written through `Engine.apply` in chunks of 5,000 events with explicit ids, times and actors: 5,000 users; 20,000 direct rooms (u0 is in 500 of
 // them); u0 has 100 friends, each of whom has 10 more friends; then messages in random rooms (2 % in the busy
 // room d0), every 10th followed by a `MessagesRead` of the other member up to the room's newest message, until
 // 1,000,000 events. A snapshot is written at 990,000 and the last 10,000 events are appended after it.
