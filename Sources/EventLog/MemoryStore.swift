@@ -26,7 +26,7 @@ public final class MemoryStore: EventStore {
         var held: [Held] = []
         var failure: EventLogError?
         var isClosed = false
-        var snapshots: [UInt64: [UInt8]] = [:]
+        var snapshots = SnapshotShelf()
         /// Answers decided and not yet delivered, in position order.
         var outbox:
             [(
@@ -245,19 +245,16 @@ public final class MemoryStore: EventStore {
 
     /// Positions of the snapshots kept, newest first.
     public func snapshotPositions() -> [Position] {
-        state.withLock { $0.snapshots.keys.sorted(by: >).map { Position($0) } }
+        state.withLock { $0.snapshots.positions }
     }
 
     /// The snapshot bytes at `position`, or nil.
     public func readSnapshot(at position: Position) -> [UInt8]? {
-        state.withLock { $0.snapshots[position.rawValue] }
+        state.withLock { $0.snapshots.snapshot(at: position) }
     }
 
     /// Keeps `bytes` as the snapshot at `position`, and only the newest `keep`.
     public func writeSnapshot(_ bytes: [UInt8], at position: Position, keep: Int) throws(EventLogError) {
-        state.withLock { state in
-            state.snapshots[position.rawValue] = bytes
-            for old in state.snapshots.keys.sorted(by: >).dropFirst(max(keep, 1)) { state.snapshots[old] = nil }
-        }
+        state.withLock { $0.snapshots.keep(bytes, at: position, keep: keep) }
     }
 }

@@ -126,3 +126,23 @@ package struct RecordIndex: Sendable {
         }
     }
 }
+
+/// Snapshot bytes kept in memory by position, newest first: the snapshot store of ``MemoryStore`` and of a
+/// replicated node.
+package struct SnapshotShelf: Sendable {
+    private var snapshots: [UInt64: [UInt8]] = [:]
+
+    package init() {}
+
+    /// Positions of the snapshots kept, newest first.
+    package var positions: [Position] { snapshots.keys.sorted(by: >).map { Position($0) } }
+
+    /// The snapshot at `position`, or nil.
+    package func snapshot(at position: Position) -> [UInt8]? { snapshots[position.rawValue] }
+
+    /// Keeps `bytes` as the snapshot at `position`, and only the newest `keep`.
+    package mutating func keep(_ bytes: [UInt8], at position: Position, keep: Int) {
+        snapshots[position.rawValue] = bytes
+        for old in snapshots.keys.sorted(by: >).dropFirst(max(keep, 1)) { snapshots[old] = nil }
+    }
+}

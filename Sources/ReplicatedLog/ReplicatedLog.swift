@@ -121,7 +121,7 @@ public final class ReplicatedLog: EventStore {
         var typeCounts: [String: Int] = [:]
         var role = Role.follower
         var queue: [Call] = []
-        var snapshots: [UInt64: [UInt8]] = [:]
+        var snapshots = SnapshotShelf()
         var heartbeat: WriterHeartbeat?
         var tasks: [Task<Void, Never>] = []
         var follower: Task<Void, Never>?
@@ -732,17 +732,14 @@ public final class ReplicatedLog: EventStore {
     // MARK: Snapshots (kept in this node's memory: a node reads the whole stream when it starts)
 
     public func snapshotPositions() -> [Position] {
-        state.withLock { $0.snapshots.keys.sorted(by: >).map { Position($0) } }
+        state.withLock { $0.snapshots.positions }
     }
 
     public func readSnapshot(at position: Position) -> [UInt8]? {
-        state.withLock { $0.snapshots[position.rawValue] }
+        state.withLock { $0.snapshots.snapshot(at: position) }
     }
 
     public func writeSnapshot(_ bytes: [UInt8], at position: Position, keep: Int) throws(EventLogError) {
-        state.withLock { state in
-            state.snapshots[position.rawValue] = bytes
-            for old in state.snapshots.keys.sorted(by: >).dropFirst(max(keep, 1)) { state.snapshots[old] = nil }
-        }
+        state.withLock { $0.snapshots.keep(bytes, at: position, keep: keep) }
     }
 }
