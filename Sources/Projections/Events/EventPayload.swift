@@ -62,20 +62,87 @@ public enum RSVPAnswer: String, Sendable, Hashable, Codable, CaseIterable {
     case going, maybe, declined
 }
 
-extension ByteWriter {
-    mutating func rawEnum<E: RawRepresentable & CaseIterable & Equatable>(_ value: E) {
-        byte(
-            UInt8(
-                E.allCases.firstIndex(of: value).map { E.allCases.distance(from: E.allCases.startIndex, to: $0) } ?? 0))
+/// An enum stored in payloads and snapshots as one byte: an explicit code per case, written once and never
+/// changed, so that reordering or adding cases never changes what stored bytes mean. A new case takes the next
+/// unused code.
+protocol StoredEnum: CaseIterable, Equatable {
+    /// This case's stored code.
+    var storedCode: UInt8 { get }
+}
+
+extension RegistrationMethod: StoredEnum {
+    var storedCode: UInt8 {
+        switch self {
+        case .phone: 0
+        case .email: 1
+        case .google: 2
+        case .import: 3
+        }
     }
 }
 
-extension ByteReader {
-    mutating func rawEnum<E: CaseIterable>(_ type: E.Type) throws(ByteReaderError) -> E {
-        let index = Int(try byte())
-        guard index < E.allCases.count else {
-            throw ByteReaderError(description: "unknown \(E.self) value \(index) at byte \(offset - 1)")
+extension RoomKind: StoredEnum {
+    var storedCode: UInt8 {
+        switch self {
+        case .direct: 0
+        case .group: 1
+        case .activity: 2
         }
-        return E.allCases[E.allCases.index(E.allCases.startIndex, offsetBy: index)]
+    }
+}
+
+extension MessageKind: StoredEnum {
+    var storedCode: UInt8 {
+        switch self {
+        case .text: 0
+        case .image: 1
+        case .video: 2
+        }
+    }
+}
+
+extension ActivityKind: StoredEnum {
+    var storedCode: UInt8 {
+        switch self {
+        case .party: 0
+        case .walk: 1
+        case .gameNight: 2
+        case .other: 3
+        }
+    }
+}
+
+extension RSVPAnswer: StoredEnum {
+    var storedCode: UInt8 {
+        switch self {
+        case .going: 0
+        case .maybe: 1
+        case .declined: 2
+        }
+    }
+}
+
+extension GuestState: StoredEnum {
+    var storedCode: UInt8 {
+        switch self {
+        case .invited: 0
+        case .going: 1
+        case .maybe: 2
+        case .declined: 3
+        }
+    }
+}
+
+extension ByteWriter {
+    mutating func rawEnum<E: StoredEnum>(_ value: E) { byte(value.storedCode) }
+}
+
+extension ByteReader {
+    mutating func rawEnum<E: StoredEnum>(_ type: E.Type) throws(ByteReaderError) -> E {
+        let code = try byte()
+        guard let value = E.allCases.first(where: { $0.storedCode == code }) else {
+            throw ByteReaderError(description: "unknown \(E.self) value \(code) at byte \(offset - 1)")
+        }
+        return value
     }
 }
