@@ -29,11 +29,6 @@ let package = Package(
             pkgConfig: "liblz4",
             providers: [.apt(["liblz4-dev"])]
         ),
-        .systemLibrary(
-            name: "CSQLite",
-            pkgConfig: "sqlite3",
-            providers: [.apt(["libsqlite3-dev"])]
-        ),
         .target(name: "CCRC32C"),
         .target(
             name: "EventLog",
@@ -71,8 +66,6 @@ let package = Package(
                 "EventLog",
                 "ReplicatedLog",
                 "NATSClient",
-                "CLZ4",
-                "CSQLite",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]

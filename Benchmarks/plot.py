@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Draws docs/bench-sweep.svg from `parley bench --sweep --compare sqlite --json` output.
+"""Draws docs/bench-sweep.svg from `parley bench --sweep --json` output (the peer comparison's chart is
+Benchmarks/plot_peers.py).
 
-Usage: .build/release/parley bench --sweep --compare sqlite --json > sweep.json
+Usage: .build/release/parley bench --sweep --json > sweep.json
        python3 Benchmarks/plot.py sweep.json docs/bench-sweep.svg
 
 Two log-log panels: throughput against events per append call (one producer, each call durable), and
@@ -13,7 +14,7 @@ import sys
 
 WIDTH, HEIGHT = 980, 420
 PANEL_W, PANEL_H = 400, 300
-COLORS = {"Parley": "#d9480f", "SQLite": "#1c7ed6"}
+COLORS = {"Parley": "#d9480f"}
 
 
 def fmt(value):
@@ -27,8 +28,6 @@ def fmt(value):
 def panel(x0, y0, title, xlabel, points):
     xs = [p["x"] for p in points]
     series = {"Parley": [(p["x"], p["parleyEventsPerSecond"]) for p in points]}
-    if all("sqliteEventsPerSecond" in p for p in points):
-        series["SQLite"] = [(p["x"], p["sqliteEventsPerSecond"]) for p in points]
     ys = [y for s in series.values() for _, y in s if y > 0]
     lx0, lx1 = math.log10(min(xs)), math.log10(max(xs))
     ly0, ly1 = math.floor(math.log10(min(ys))), math.ceil(math.log10(max(ys)))

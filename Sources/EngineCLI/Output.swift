@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -9,11 +10,15 @@ enum Output {
     static let isTerminal = isatty(STDERR_FILENO) == 1 && isatty(STDOUT_FILENO) == 1
 
     static func json(_ value: some Encodable, pretty: Bool = true) throws {
+        print(try jsonText(value, pretty: pretty))
+    }
+
+    /// `value` as JSON text: keys sorted, slashes left alone, pretty-printed unless `pretty` is false.
+    static func jsonText(_ value: some Encodable, pretty: Bool = true) throws -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting =
             pretty ? [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes] : [.sortedKeys, .withoutEscapingSlashes]
-        let data = try encoder.encode(value)
-        print(String(decoding: data, as: UTF8.self))
+        return String(decoding: try encoder.encode(value), as: UTF8.self)
     }
 
     /// Prints rows under a header, each column as wide as its widest cell.
@@ -58,12 +63,15 @@ enum Output {
     }
 }
 
-/// A one-line progress bar with rate and ETA on stderr; silent unless stdout and stderr are terminals.
-final class ProgressBar {
+/// A one-line progress bar with rate and ETA on stderr; silent unless enabled (by default, when stdout and stderr
+/// are terminals).
+///
+/// `Sendable`: the time of the last draw sits behind a `Mutex`, so concurrent tasks may report progress.
+final class ProgressBar: Sendable {
     let label: String
     let total: Int
     private let start = Date()
-    private var lastDraw = Date.distantPast
+    private let lastDraw = Mutex(Date.distantPast)
     private let enabled: Bool
 
     init(_ label: String, total: Int, enabled: Bool = Output.isTerminal) {
@@ -75,8 +83,12 @@ final class ProgressBar {
     func update(_ done: Int) {
         guard enabled else { return }
         let now = Date()
-        guard now.timeIntervalSince(lastDraw) > 0.1 || done >= total else { return }
-        lastDraw = now
+        let due = lastDraw.withLock { last in
+            guard now.timeIntervalSince(last) > 0.1 || done >= total else { return false }
+            last = now
+            return true
+        }
+        guard due else { return }
         let fraction = min(1, Double(done) / Double(total))
         let width = 30
         let filled = Int(fraction * Double(width))
@@ -85,11 +97,20 @@ final class ProgressBar {
         let eta = rate > 0 ? Double(total - done) / rate : 0
         let bar = String(repeating: "█", count: filled) + String(repeating: "░", count: width - filled)
         let text = String(
-            format: "\r%@ %@ %3.0f%%  %@/s  ETA %.0fs ", label, bar, fraction * 100, Output.number(rate), eta)
+            format: "\r\u{1B}[2K%@ %@ %3.0f%%  %@/s  ETA %.0fs ", label, bar, fraction * 100, Output.number(rate), eta)
         FileHandle.standardError.write(Data(text.utf8))
     }
 
-    func finish() {
+    func finish() { Self.clear(enabled: enabled) }
+
+    /// Replaces the progress line with `text` (what is being done, when there is no count to show).
+    static func note(_ text: String, enabled: Bool = Output.isTerminal) {
+        guard enabled else { return }
+        FileHandle.standardError.write(Data("\r\u{1B}[2K\(text)".utf8))
+    }
+
+    /// Clears the progress line.
+    static func clear(enabled: Bool = Output.isTerminal) {
         guard enabled else { return }
         FileHandle.standardError.write(Data("\r\u{1B}[2K".utf8))
     }

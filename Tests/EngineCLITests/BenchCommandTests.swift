@@ -76,69 +76,72 @@ indirect enum JSON: Decodable {
     }
 }
 
-@Test(.timeLimit(.minutes(2)))
-func quickBenchAgainstSQLitePrintsWellFormedJSON() throws {
-    let data = NSTemporaryDirectory() + "parley-bench-test-\(UUID().uuidString.prefix(8))"
-    defer { try? FileManager.default.removeItem(atPath: data) }
-    let run = try runParley(["bench", "--quick", "--compare", "sqlite", "--json", "--data", data])
-    #expect(run.status == 0, "stderr: \(String(decoding: run.stderr, as: UTF8.self))")
-    // Not a terminal: no progress output.
-    #expect(run.stderr.isEmpty, "stderr: \(String(decoding: run.stderr, as: UTF8.self))")
-    let json = try JSONDecoder().decode(JSON.self, from: run.stdout)
+/// `parley bench`: Parley's own measurement, its report's shape (never its speed).
+@Suite struct BenchCommandTests {
+    @Test(.timeLimit(.minutes(2)))
+    func quickBenchPrintsWellFormedJSON() throws {
+        let data = NSTemporaryDirectory() + "parley-bench-test-\(UUID().uuidString.prefix(8))"
+        defer { try? FileManager.default.removeItem(atPath: data) }
+        let run = try runParley(["bench", "--quick", "--json", "--data", data])
+        #expect(run.status == 0, "stderr: \(String(decoding: run.stderr, as: UTF8.self))")
+        // Not a terminal: no progress output.
+        #expect(run.stderr.isEmpty, "stderr: \(String(decoding: run.stderr, as: UTF8.self))")
+        let json = try JSONDecoder().decode(JSON.self, from: run.stdout)
 
-    let machine = try #require(json["machine"])
-    #expect((machine["cores"]?.number ?? 0) >= 1)
-    #expect((machine["memoryBytes"]?.number ?? 0) > 0)
-    #expect(machine["kernel"]?.string?.isEmpty == false)
-    let limits = try #require(json["limits"])
-    #expect(limits["lz4CompressMBps"]?.number != nil)
-    #expect(limits["fdatasyncPerSecond"]?.number != nil)
-    #expect(limits["smallFdatasyncPerSecond"]?.number != nil)
+        let machine = try #require(json["machine"])
+        #expect((machine["cores"]?.number ?? 0) >= 1)
+        #expect((machine["memoryBytes"]?.number ?? 0) > 0)
+        #expect(machine["kernel"]?.string?.isEmpty == false)
+        let limits = try #require(json["limits"])
+        for key in [
+            "lz4CompressMBps", "lz4DecompressMBps", "lz4Ratio", "encodedBytesPerEvent", "fdatasyncPerSecond",
+            "smallFdatasyncPerSecond", "sequentialWriteMBps",
+        ] {
+            #expect(limits[key]?.number != nil, "limits.\(key) is missing")
+        }
+        #expect(json["settings"]?["mode"]?.string == "quick")
 
-    let workloads = try #require(json["workloads"]?.array)
-    let names = workloads.compactMap { $0["name"]?.string }
-    #expect(
-        names == [
-            "append-batched", "append-batched-4p", "append-concurrent", "commands-single", "commands-concurrent",
-            "commands-mixed", "commands-4-readers", "follow-latency", "scan", "replay", "read-room", "audit-actor",
-            "size",
-        ])
-    for workload in workloads {
-        let name = workload["name"]?.string ?? "?"
-        let parley = try #require(workload["parley"], "\(name) has no parley figures")
-        if name.hasPrefix("commands") || name == "follow-latency" {
-            // Parley's own command path, measured against the raw log and the disk in the same run.
-            for key in ["eventsPerSecond", "p50Micros", "p99Micros", "p999Micros", "fractionOfLimit"] {
+        let workloads = try #require(json["workloads"]?.array)
+        let names = workloads.compactMap { $0["name"]?.string }
+        #expect(
+            names == [
+                "append-batched", "append-batched-4p", "append-concurrent", "commands-single", "commands-concurrent",
+                "commands-mixed", "commands-4-readers", "follow-latency", "scan", "replay", "read-room", "audit-actor",
+                "size",
+            ])
+        for workload in workloads {
+            let name = workload["name"]?.string ?? "?"
+            let parley = try #require(workload["parley"], "\(name) has no figures")
+            // Parley's own measurement only: no peer and no ratio to one (the peers are in Benchmarks/).
+            #expect(workload["sqlite"] == nil && workload["ratio"] == nil, "\(name)")
+            var keys: [String] = []
+            if name.hasPrefix("append") || name.hasPrefix("commands") || name == "follow-latency" {
+                keys += ["eventsPerSecond", "p50Micros", "p99Micros", "p999Micros", "fractionOfLimit"]
+                #expect(workload["limitNote"]?.string != nil, "\(name) has no limit")
+            }
+            if name.hasPrefix("append") || name == "scan" { keys += ["events", "mbPerSecond"] }
+            if name == "scan" { keys += ["eventsPerSecond", "fractionOfLimit"] }
+            if name == "replay" { keys += ["events", "eventsPerSecond"] }
+            if name == "read-room" || name == "audit-actor" { keys += ["p50Micros", "p99Micros", "rowsPerQuery"] }
+            if name == "size" { keys += ["bytesPerEvent", "logBytesPerEvent", "jsonLinesBytesPerEvent"] }
+            for key in keys {
                 #expect(parley[key]?.number != nil, "\(name).parley.\(key) is missing")
             }
-            #expect(workload["targetMet"] != nil && workload["limitNote"]?.string != nil, "\(name)")
-            continue
         }
-        let sqlite = try #require(workload["sqlite"], "\(name) has no sqlite figures")
-        #expect(workload["ratio"]?.number != nil, "\(name) has no ratio")
-        var keys: [String] = []
-        if name.hasPrefix("append") || name == "scan" { keys += ["eventsPerSecond", "mbPerSecond"] }
-        if name.hasPrefix("append") || name == "read-room" || name == "audit-actor" {
-            keys += ["p50Micros", "p99Micros"]
-        }
-        if name == "replay" { keys.append("eventsPerSecond") }
-        if name == "append-concurrent" { keys.append("p999Micros") }
-        if name == "size" { keys += ["bytesPerEvent", "jsonLinesBytesPerEvent"] }
-        for key in keys {
-            #expect(parley[key]?.number != nil, "\(name).parley.\(key) is missing")
-            #expect(sqlite[key]?.number != nil, "\(name).sqlite.\(key) is missing")
+        // The append workloads ran on exactly the events asked for.
+        let events = workloads.first { $0["name"]?.string == "append-batched" }?["parley"]?["events"]?.number
+        #expect(events == json["settings"]?["appendEvents"]?.number)
+        // Every figure anywhere in the report is a positive, finite number (speed itself is never checked).
+        let figures = json.numbers()
+        #expect(figures.count > 40)
+        for (path, value) in figures {
+            #expect(value.isFinite && value > 0, "\(path) = \(value)")
         }
     }
-    // Every figure anywhere in the report is a positive, finite number (speed itself is never checked).
-    let figures = json.numbers()
-    #expect(figures.count > 40)
-    for (path, value) in figures {
-        #expect(value.isFinite && value > 0, "\(path) = \(value)")
-    }
-}
 
-@Test func benchRejectsAnUnknownPeer() throws {
-    let run = try runParley(["bench", "--quick", "--compare", "postgres"])
-    #expect(run.status != 0)
-    #expect(String(decoding: run.stderr, as: UTF8.self).contains("sqlite"))
+    @Test func benchNoLongerComparesPeers() throws {
+        let run = try runParley(["bench", "--quick", "--compare", "sqlite"])
+        #expect(run.status != 0)
+        #expect(String(decoding: run.stderr, as: UTF8.self).contains("--compare"))
+    }
 }

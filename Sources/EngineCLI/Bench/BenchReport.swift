@@ -1,3 +1,4 @@
+@_spi(Benchmarking) import EventLog
 import Foundation
 
 #if canImport(Glibc)
@@ -14,19 +15,7 @@ struct BenchReport: Codable {
         var cpu: String?
     }
 
-    struct Limits: Codable {
-        var lz4CompressMBps: Double
-        var lz4DecompressMBps: Double
-        var fdatasyncPerSecond: Double
-        /// fdatasync after a 256-byte append (one small durable command's share of the disk), per second.
-        var smallFdatasyncPerSecond: Double
-        /// Encoded (pre-LZ4) bytes per event of the benchmark's events.
-        var encodedBytesPerEvent: Double
-        /// LZ4 output / input on those bytes.
-        var lz4Ratio: Double
-    }
-
-    /// The figures of one side (Parley or SQLite) of one workload. Absent figures are left out.
+    /// The figures of one workload. Absent figures are left out.
     struct Figures: Codable {
         var events: Int?
         var seconds: Double?
@@ -51,13 +40,8 @@ struct BenchReport: Codable {
     struct Workload: Codable {
         var name: String
         var parley: Figures
-        var sqlite: Figures?
-        /// Parley / SQLite of `ratioOf` (for latencies and sizes lower is better).
-        var ratio: Double?
-        var ratioOf: String?
+        /// What bounds the workload on this machine, with the figure `fractionOfLimit` is taken of.
         var limitNote: String?
-        var target: String?
-        var targetMet: Bool?
         var note: String?
     }
 
@@ -65,9 +49,7 @@ struct BenchReport: Codable {
         /// Events per append call, or concurrent producers.
         var x: Int
         var parleyEventsPerSecond: Double
-        var sqliteEventsPerSecond: Double?
         var parleyP99Micros: Double?
-        var sqliteP99Micros: Double?
     }
 
     struct Sweep: Codable {
@@ -76,7 +58,7 @@ struct BenchReport: Codable {
     }
 
     var machine: Machine
-    var limits: Limits
+    var limits: MachineLimits
     var settings: BenchSettings
     var workloads: [Workload]
     var sweep: Sweep?
@@ -111,11 +93,7 @@ struct BenchReport: Codable {
         #endif
     }
 
-    func json() throws -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        return String(decoding: try encoder.encode(self), as: UTF8.self)
-    }
+    func json() throws -> String { try Output.jsonText(self) }
 
     /// The readable table.
     func table() -> String {
@@ -127,23 +105,16 @@ struct BenchReport: Codable {
             "limits:  LZ4 compress \(Self.number(limits.lz4CompressMBps)) MB/s, decompress "
                 + "\(Self.number(limits.lz4DecompressMBps)) MB/s (ratio \(Self.number(limits.lz4Ratio))); "
                 + "fdatasync after 64 KiB \(Self.number(limits.fdatasyncPerSecond))/s, after 256 B "
-                + "\(Self.number(limits.smallFdatasyncPerSecond))/s; "
+                + "\(Self.number(limits.smallFdatasyncPerSecond))/s; sequential durable writes "
+                + "\(Self.number(limits.sequentialWriteMBps)) MB/s; "
                 + "\(Self.number(limits.encodedBytesPerEvent)) encoded bytes/event")
         lines.append("mode:    \(settings.mode)")
         lines.append("")
-        var rows: [[String]] = [["workload", "figure", "Parley", "SQLite", "Parley/SQLite", "of limit", "target"]]
+        var rows: [[String]] = [["workload", "figure", "Parley", "of limit"]]
         for workload in workloads {
-            for (figure, parley, sqlite) in Self.rows(workload) {
-                rows.append([workload.name, figure, parley, sqlite, "", "", ""])
-            }
-            if let first = rows.lastIndex(where: { $0[0] == workload.name && $0[1] == Self.headline(workload) })
-                ?? rows.lastIndex(where: { $0[0] == workload.name })
-            {
-                rows[first][4] = workload.ratio.map { Self.number($0) + "×" } ?? "–"
-                rows[first][5] = workload.parley.fractionOfLimit.map { Self.percent($0) } ?? "–"
-                if let target = workload.target {
-                    rows[first][6] = (workload.targetMet == true ? "met: " : "MISSED: ") + target
-                }
+            for (figure, value) in Self.rows(workload.parley) { rows.append([workload.name, figure, value, ""]) }
+            if let first = rows.firstIndex(where: { $0[0] == workload.name }) {
+                rows[first][3] = workload.parley.fractionOfLimit.map { Self.percent($0) } ?? "–"
             }
         }
         var widths = [Int](repeating: 0, count: rows[0].count)
@@ -153,7 +124,7 @@ struct BenchReport: Codable {
             var cells = row
             if cells[0] == previous { cells[0] = "" } else { previous = cells[0] }
             var line = cells.enumerated().map { column, cell in
-                column >= 2 && column <= 5
+                column >= 2
                     ? String(repeating: " ", count: widths[column] - cell.count) + cell
                     : cell + String(repeating: " ", count: widths[column] - cell.count)
             }.joined(separator: "  ")
@@ -171,31 +142,20 @@ struct BenchReport: Codable {
         return lines.joined(separator: "\n")
     }
 
-    private static func headline(_ workload: Workload) -> String {
-        switch workload.ratioOf {
-        case "p99Micros": return "p99"
-        case "bytesPerEvent": return "bytes/event"
-        default: return "events/s"
+    private static func rows(_ figures: Figures) -> [(String, String)] {
+        var rows: [(String, String)] = []
+        func add(_ name: String, _ value: Double?, _ format: (Double) -> String) {
+            if let value { rows.append((name, format(value))) }
         }
-    }
-
-    private static func rows(_ workload: Workload) -> [(String, String, String)] {
-        let p = workload.parley
-        let s = workload.sqlite
-        var rows: [(String, String, String)] = []
-        func add(_ name: String, _ value: (Figures) -> Double?, _ format: (Double) -> String) {
-            guard let parley = value(p) else { return }
-            rows.append((name, format(parley), s.flatMap(value).map(format) ?? "–"))
-        }
-        add("events/s", { $0.eventsPerSecond }, number)
-        add("MB/s", { $0.mbPerSecond }, number)
-        add("p50", { $0.p50Micros }, micros)
-        add("p99", { $0.p99Micros }, micros)
-        add("p999", { $0.p999Micros }, micros)
-        add("rows/query", { $0.rowsPerQuery }, number)
-        add("bytes/event", { $0.bytesPerEvent }, number)
-        add("log bytes/event", { $0.logBytesPerEvent }, number)
-        add("JSONL bytes/event", { $0.jsonLinesBytesPerEvent }, number)
+        add("events/s", figures.eventsPerSecond, number)
+        add("MB/s", figures.mbPerSecond, number)
+        add("p50", figures.p50Micros, micros)
+        add("p99", figures.p99Micros, micros)
+        add("p999", figures.p999Micros, micros)
+        add("rows/query", figures.rowsPerQuery, number)
+        add("bytes/event", figures.bytesPerEvent, number)
+        add("log bytes/event", figures.logBytesPerEvent, number)
+        add("JSONL bytes/event", figures.jsonLinesBytesPerEvent, number)
         return rows
     }
 

@@ -1,4 +1,4 @@
-import EventLog
+@_spi(Benchmarking) import EventLog
 import Foundation
 import Projections
 import Synchronization
@@ -9,18 +9,15 @@ import Synchronization
 
 /// The command path, measured as an app calls it: validated commands through ``Engine``, durable (`.synced`).
 ///
-/// The world: at least 64 users, each sender owning a four-person group room (with three of the other
-/// users), made through the same commands before timing starts. Each sender then runs, in a loop, the mix a
-/// chat screen produces: mostly messages into its room, every tenth a read marker, every twentieth a first
-/// direct message to someone new (a `RoomCreated` and a `MessageSent` in one atomic call).
+/// The world and the commands are ``CommandMix``'s (the peer comparison in `Benchmarks/` runs the same mix): the
+/// users and the senders' rooms are made through the same commands before timing starts.
 struct CommandWorkloads {
     let work: Workloads
     let root: String
-    let progress: ProgressLine
 
     /// One measured run: command latencies and, for the mixed run, how many queries ran beside it.
     struct Run {
-        var sample: Sample
+        var sample: LatencySample
         var queries = 0
         /// CPU time of the whole process while the commands ran (user + system, all threads).
         var cpuSeconds: Double
@@ -28,61 +25,70 @@ struct CommandWorkloads {
         var queryCPUSeconds = 0.0
     }
 
-    /// User + system CPU seconds of the process, or of the calling thread alone.
-    static func cpuSeconds(thread: Bool) -> Double {
-        var usage = rusage()
-        // RUSAGE_THREAD (1) is Linux's and is not exported without _GNU_SOURCE.
-        getrusage(__rusage_who_t(thread ? 1 : RUSAGE_SELF.rawValue), &usage)
-        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
-            + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
-    }
-
-    /// Users in the world: every sender, and at least this many, so that first direct messages find partners.
-    static let minimumUsers = 64
-
-    /// A fresh engine on a `.synced` log with the users and the senders' rooms.
-    func makeEngine(_ name: String, senders: Int) async throws -> (Engine, String) {
+    /// A fresh engine on a `.synced` log with the mix's users and the senders' rooms.
+    func makeEngine(_ name: String, mix: CommandMix) async throws -> (Engine, String) {
         let path = root + "/" + name
         let engine = try Engine.open(directory: path)
-        let users = max(senders, Self.minimumUsers)
-        progress.note("\(name): registering \(users) users and their rooms…")
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for sender in 0..<users {
-                group.addTask {
-                    try await engine.register(Self.user(sender), method: .google, name: "Sender \(sender)")
-                }
-            }
-            try await group.waitForAll()
-        }
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for sender in 0..<senders {
-                group.addTask {
-                    try await engine.createGroup(
-                        Self.room(sender), by: Self.user(sender), name: "Room \(sender)",
-                        members: (1...3).map { Self.user((sender + $0 * 37) % users) })
-                }
-            }
-            try await group.waitForAll()
-        }
+        ProgressBar.note("\(name): registering \(mix.users) users and their rooms…", enabled: work.showsProgress)
+        try await Self.prepare(engine, mix: mix)
         return (engine, path)
     }
 
-    /// Ids made once, so that formatting them is not part of what is timed.
-    static let userIDs = (0..<4096).map { UserID("s" + String(1_0000 + $0).dropFirst()) }
-    static let roomIDs = (0..<4096).map { RoomID("room" + String(1_0000 + $0).dropFirst()) }
-    static let bodies = (0..<16).map { "message \($0): see you at the park at six, bring the ball and some water" }
-    static func user(_ number: Int) -> UserID { userIDs[number] }
-    static func room(_ number: Int) -> RoomID { roomIDs[number] }
+    /// Registers the mix's users and makes the senders' rooms through `engine`'s commands.
+    static func prepare(_ engine: Engine, mix: CommandMix) async throws {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for number in 0..<mix.users {
+                group.addTask {
+                    try await engine.register(mix.user(number), method: .google, name: "Sender \(number)")
+                }
+            }
+            try await group.waitForAll()
+        }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for sender in 0..<mix.senders {
+                group.addTask {
+                    try await engine.createGroup(
+                        mix.room(sender), by: mix.user(sender), name: "Room \(sender)", members: mix.invited(sender))
+                }
+            }
+            try await group.waitForAll()
+        }
+    }
 
-    /// One command of the mix: sender `sender`'s `step`-th.
-    static func command(_ engine: Engine, sender: Int, step: Int, users: Int) async throws {
-        if step % 10 == 9 {
-            try await engine.markRead(room(sender), user: user(sender))
-        } else if step % 20 == 3 {
-            let partner = user((sender + 1 + (step / 20) % (users - 1)) % users)
-            try await engine.sendMessage(from: user(sender), to: partner, body: bodies[step % 16])
-        } else {
-            try await engine.sendMessage(in: room(sender), from: user(sender), body: bodies[step % 16])
+    /// Sends one command of the mix through the engine's command API.
+    static func send(_ command: CommandMix.Command, to engine: Engine) async throws {
+        switch command {
+        case .message(let room, let sender, let body):
+            try await engine.sendMessage(in: room, from: sender, body: body)
+        case .markRead(let room, let user):
+            try await engine.markRead(room, user: user)
+        case .directMessage(let from, let to, let body):
+            try await engine.sendMessage(from: from, to: to, body: body)
+        }
+    }
+
+    /// Sends `perSender` commands of the mix from each of `senders` concurrent senders, each waiting for its
+    /// command to be durable before the next; every command's latency in nanoseconds.
+    static func drive(_ engine: Engine, mix: CommandMix, senders: Int, perSender: Int, progress: ProgressBar)
+        async throws -> [UInt64]
+    {
+        try await withThrowingTaskGroup(of: [UInt64].self) { group in
+            for sender in 0..<senders {
+                group.addTask {
+                    var mine: [UInt64] = []
+                    mine.reserveCapacity(perSender)
+                    for step in 0..<perSender {
+                        let begin = LatencySample.now()
+                        try await Self.send(mix.command(sender: sender, step: step), to: engine)
+                        mine.append(LatencySample.now() - begin)
+                        if sender == 0 && step % 16 == 0 { progress.update(step) }
+                    }
+                    return mine
+                }
+            }
+            var all: [UInt64] = []
+            for try await mine in group { all += mine }
+            return all
         }
     }
 
@@ -90,7 +96,7 @@ struct CommandWorkloads {
     /// open of it (as another process would have) follows; each record's latency runs from its append
     /// returning to the reader delivering it (0 when the reader got it first: the head is published just
     /// before appends are acknowledged).
-    func followLatency(_ count: Int) async throws -> Sample {
+    func followLatency(_ count: Int) async throws -> LatencySample {
         try await withFreshLog("follow") { log, path in try await followLatency(count, log: log, path: path) }
     }
 
@@ -105,7 +111,7 @@ struct CommandWorkloads {
         return try await body(log, path)
     }
 
-    private func followLatency(_ count: Int, log: EventLog, path: String) async throws -> Sample {
+    private func followLatency(_ count: Int, log: EventLog, path: String) async throws -> LatencySample {
         let reader = try EventLog.openReadOnly(directory: path)
         defer { try? reader.close() }
         let acknowledged = Mutex([UInt64](repeating: 0, count: count + 1))
@@ -113,7 +119,7 @@ struct CommandWorkloads {
             var latencies: [UInt64] = []
             for try await event in reader.subscribe(from: .first) {
                 guard case .record(let record) = event else { continue }
-                let seen = monotonicNanoseconds()
+                let seen = LatencySample.now()
                 let position = Int(record.position.rawValue)
                 let ack = acknowledged.withLock { $0[position] }
                 latencies.append(ack == 0 || seen < ack ? 0 : seen - ack)
@@ -122,33 +128,33 @@ struct CommandWorkloads {
             return latencies
         }
         let records = work.mix.records(0..<count)
-        let start = monotonicNanoseconds()
+        let start = LatencySample.now()
         for record in records {
             let result = try await log.append([record])
-            let now = monotonicNanoseconds()
+            let now = LatencySample.now()
             if let position = result.positions.first { acknowledged.withLock { $0[Int(position.rawValue)] = now } }
         }
         let latencies = try await follower.value
-        return Sample(events: count, seconds: Double(monotonicNanoseconds() - start) / 1e9, latencies: latencies)
+        return LatencySample(events: count, seconds: Double(LatencySample.now() - start) / 1e9, latencies: latencies)
     }
 
     /// `count` one-record `.synced` appends from one producer straight to a fresh log: the floor under
     /// commands-single (the log's own lone-append latency, with its writer and syncer thread hand-offs).
-    func rawSingleAppends(_ count: Int) async throws -> Sample {
+    func rawSingleAppends(_ count: Int) async throws -> LatencySample {
         try await withFreshLog("raw-single") { log, _ in try await rawSingleAppends(count, log: log) }
     }
 
-    private func rawSingleAppends(_ count: Int, log: EventLog) async throws -> Sample {
+    private func rawSingleAppends(_ count: Int, log: EventLog) async throws -> LatencySample {
         let records = work.mix.records(0..<count)
         var latencies: [UInt64] = []
         latencies.reserveCapacity(count)
-        let start = monotonicNanoseconds()
+        let start = LatencySample.now()
         for record in records {
-            let begin = monotonicNanoseconds()
+            let begin = LatencySample.now()
             _ = try await log.append([record])
-            latencies.append(monotonicNanoseconds() - begin)
+            latencies.append(LatencySample.now() - begin)
         }
-        return Sample(events: count, seconds: Double(monotonicNanoseconds() - start) / 1e9, latencies: latencies)
+        return LatencySample(events: count, seconds: Double(LatencySample.now() - start) / 1e9, latencies: latencies)
     }
 
     /// `commands` commands from `senders` concurrent senders; with `queryThreads`, that many threads meanwhile
@@ -158,7 +164,8 @@ struct CommandWorkloads {
     func run(_ name: String, senders: Int, commands: Int, queryThreads: Int = 0, readers: Int = 0) async throws
         -> Run
     {
-        let (engine, path) = try await makeEngine(name, senders: senders)
+        let mix = CommandMix(senders: senders)
+        let (engine, path) = try await makeEngine(name, mix: mix)
         defer {
             try? engine.close()
             try? FileManager.default.removeItem(atPath: path)
@@ -183,7 +190,7 @@ struct CommandWorkloads {
                     }
                     next += UInt64(records.count)
                 }
-                let used = Self.cpuSeconds(thread: true)
+                let used = LatencySample.cpuSeconds(thread: true)
                 readerCPU.withLock { $0 += used }
                 readersDone.leave()
             }.start()
@@ -197,17 +204,17 @@ struct CommandWorkloads {
         for number in 0..<queryThreads {
             finished.enter()
             let thread = Thread {
-                var rng = SplitMix64(seed: UInt64(number) &+ 0x51)
+                var random = SeededGenerator(seed: UInt64(number) &+ 0x51)
                 while !stop.load(ordering: .relaxed) {
-                    let sender = Int(rng.next() % UInt64(senders))
-                    if rng.next() & 1 == 0 {
-                        _ = engine.rooms(Self.user(sender))
+                    let sender = Int.random(in: 0..<senders, using: &random)
+                    if random.chance(0.5) {
+                        _ = engine.rooms(mix.user(sender))
                     } else {
-                        _ = try? engine.messages(Self.room(sender), limit: 50)
+                        _ = try? engine.messages(mix.room(sender), limit: 50)
                     }
                     queries.wrappingAdd(1, ordering: .relaxed)
                 }
-                let used = Self.cpuSeconds(thread: true)
+                let used = LatencySample.cpuSeconds(thread: true)
                 queryCPU.withLock { $0 += used }
                 finished.leave()
             }
@@ -215,29 +222,13 @@ struct CommandWorkloads {
             threads.append(thread)
         }
         let perSender = max(1, commands / senders)
-        let startCPU = Self.cpuSeconds(thread: false)
-        let start = monotonicNanoseconds()
-        let latencies = try await withThrowingTaskGroup(of: [UInt64].self) { group in
-            for sender in 0..<senders {
-                group.addTask {
-                    var mine: [UInt64] = []
-                    mine.reserveCapacity(perSender)
-                    for step in 0..<perSender {
-                        let begin = monotonicNanoseconds()
-                        try await Self.command(
-                            engine, sender: sender, step: step, users: max(senders, Self.minimumUsers))
-                        mine.append(monotonicNanoseconds() - begin)
-                        if sender == 0 && step % 16 == 0 { progress.update(name, done: step, total: perSender) }
-                    }
-                    return mine
-                }
-            }
-            var all: [UInt64] = []
-            for try await mine in group { all += mine }
-            return all
-        }
-        let seconds = Double(monotonicNanoseconds() - start) / 1e9
-        let cpu = Self.cpuSeconds(thread: false) - startCPU
+        let progress = ProgressBar(name, total: perSender, enabled: work.showsProgress)
+        let startCPU = LatencySample.cpuSeconds()
+        let start = LatencySample.now()
+        let latencies = try await Self.drive(
+            engine, mix: mix, senders: senders, perSender: perSender, progress: progress)
+        let seconds = Double(LatencySample.now() - start) / 1e9
+        let cpu = LatencySample.cpuSeconds() - startCPU
         stop.store(true, ordering: .relaxed)
         finished.wait()
         stopReaders.store(true, ordering: .relaxed)
@@ -247,7 +238,7 @@ struct CommandWorkloads {
             throw BenchError("\(name): the engine's state and a replay of its log differ")
         }
         return Run(
-            sample: Sample(events: latencies.count, seconds: seconds, latencies: latencies),
+            sample: LatencySample(events: latencies.count, seconds: seconds, latencies: latencies),
             queries: queries.load(ordering: .relaxed), cpuSeconds: cpu,
             queryCPUSeconds: queryCPU.withLock { $0 } + readerCPU.withLock { $0 })
     }

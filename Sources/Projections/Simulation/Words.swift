@@ -63,4 +63,16 @@ enum Words {
         "the coffee this morning", "helping me move", "listening yesterday", "the ride to the airport",
         "covering my shift", "the birthday surprise", "always making me laugh", "the book recommendation",
     ]
+    /// Single words of chat, for text made a word at a time (the benchmarks' chat mix).
+    static let vocabulary = [
+        "hey", "hi", "ok", "yes", "no", "lol", "thanks", "sure", "see", "you", "tomorrow", "tonight", "at", "the",
+        "park", "walk", "dog", "coffee", "party", "game", "night", "are", "we", "still", "on", "for", "what", "time",
+        "sounds", "good", "great", "awesome", "love", "it", "can't", "wait", "running", "late", "be", "there", "in",
+        "ten", "minutes", "where", "is", "everyone", "just", "got", "home", "did", "watch", "that", "movie", "send",
+        "me", "photo", "haha", "omg", "really", "maybe", "next", "week", "weekend", "friday", "saturday", "brunch",
+        "with", "Luna", "Max", "Bella", "Charlie", "beach", "trail", "meet", "near", "entrance", "bring", "snacks",
+        "water", "rain", "sunny", "cold", "so", "happy", "birthday", "congrats", "miss", "call", "later", "busy",
+        "work", "done", "free", "now", "how", "about", "this", "one", "I", "think", "should", "go", "again", "soon",
+        "👍", "😂", "❤️", "🐶", "🎉",
+    ]
 }
