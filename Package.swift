@@ -105,7 +105,9 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
-        .testTarget(name: "EngineCLITests", dependencies: ["Projections", "EventLog", "ParleyTestSupport"]),
+        .testTarget(
+            name: "EngineCLITests",
+            dependencies: ["Projections", "EventLog", "ReplicatedLog", "NATSClient", "ParleyTestSupport"]),
         .testTarget(
             name: "NATSClientTests",
             dependencies: [

@@ -46,7 +46,8 @@ struct StatsCommand: AsyncParsableCommand {
 
     func run() async throws {
         let log: any EventStore
-        if let configuration = try store.configuration() {
+        if var configuration = try store.configuration() {
+            configuration.createIfMissing = false
             log = try await store.openReplicatedLog(configuration)
         } else {
             log = try global.openLogForReading()
@@ -86,7 +87,8 @@ struct VerifyCommand: AsyncParsableCommand {
 
     func run() async throws {
         let report: VerificationReport
-        if let configuration = try store.configuration() {
+        if var configuration = try store.configuration() {
+            configuration.createIfMissing = false
             report = try await Self.verify(configuration)
         } else {
             try global.requireLog()

@@ -38,6 +38,8 @@ public final class ReplicatedLog: EventStore {
         public var retryFor: Duration
         /// How often the writer says it is alive.
         public var heartbeatInterval: Duration
+        /// Whether opening creates the stream when it is missing (readers such as `parley verify` do not).
+        public var createIfMissing = true
 
         public init(
             servers: [NATSServerAddress], stream: String = "PARLEY", replicas: Int = 3, batchSize: Int = 64 << 10,
@@ -232,7 +234,19 @@ public final class ReplicatedLog: EventStore {
         config.denyDelete = true
         config.denyPurge = true
         do {
-            let info = try await jetStream.addOrVerifyStream(config)
+            // A stream that exists is taken as it is (its replica count was chosen when it was made); only its
+            // subjects must be a Parley log's.
+            let existing = try await jetStream.streamInfo(configuration.stream)
+            if existing == nil, !configuration.createIfMissing {
+                throw EventLogError(
+                    .notFound, "there is no stream \(configuration.stream) on \(Self.describe(configuration.servers))")
+            }
+            var info: JetStream.StreamInfo
+            if let existing {
+                info = existing
+            } else {
+                info = try await jetStream.addOrVerifyStream(config)
+            }
             guard info.config.subjects == [configuration.subject] else {
                 throw EventLogError(
                     .invalidConfiguration,
