@@ -1,5 +1,6 @@
 @_spi(Benchmarking) import EventLog
 import Foundation
+import Projections
 
 /// What `parley bench --json` reports, as far as the comparison reads it.
 struct ParleyReport: Codable, Sendable {
@@ -20,7 +21,7 @@ struct ParleyReport: Codable, Sendable {
 
     var machine: Machine
     var limits: MachineLimits
-    var settings: BenchSizes
+    var settings: BenchSettings
     var workloads: [Workload]
 
     /// Parley's figures of workload `name`.
@@ -48,7 +49,7 @@ struct PeerReport: Encodable {
     }
 
     struct Settings: Encodable {
-        var sizes: BenchSizes
+        var sizes: BenchSettings
         /// The time limit of each timed peer run (a peer's rate is over the events it did in it).
         var peerSeconds: Double
     }

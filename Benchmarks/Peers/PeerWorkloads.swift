@@ -2,24 +2,9 @@
 import Foundation
 import Projections
 
-/// The sizes `parley bench` ran with (from its report), which every peer runs too.
-struct BenchSizes: Codable, Sendable {
-    var mode: String
-    var appendEvents: Int
-    var batchEvents: Int
-    var concurrentEvents: Int
-    var producers: Int
-    var commands: Int
-    var replayUsers: Int
-    var replaySeed: UInt64
-    var mixSeed: UInt64
-    var readRoomQueries: Int
-    var auditActorQueries: Int
-}
-
 /// The same events every peer gets: the chat mix, the simulated week and the query keys.
 struct PeerInputs: Sendable {
-    let sizes: BenchSizes
+    let sizes: BenchSettings
     let mix: ChatMix
     /// The simulated week's records in position order.
     let week: [ProposedRecord]

@@ -122,7 +122,7 @@ struct PeersCommand: AsyncParsableCommand {
 
     /// The chat mix, the simulated week (simulated here with parley bench's users and seed, so the same events) and
     /// the query keys (drawn as parley bench draws them, so the same rooms and users).
-    static func inputs(sizes: BenchSizes, directory: String) async throws -> PeerInputs {
+    static func inputs(sizes: BenchSettings, directory: String) async throws -> PeerInputs {
         try? FileManager.default.removeItem(atPath: directory)
         let engine = try Engine.open(directory: directory)
         defer {

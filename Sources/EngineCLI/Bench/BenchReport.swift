@@ -1,5 +1,6 @@
 @_spi(Benchmarking) import EventLog
 import Foundation
+import Projections
 
 #if canImport(Glibc)
     import Glibc
