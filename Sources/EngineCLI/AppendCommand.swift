@@ -20,7 +20,7 @@ struct AppendCommand: ParsableCommand {
 
     func run() throws {
         let engine = try global.openEngine(createIfMissing: true)
-        defer { try? engine.close() }
+        defer { engine.closeSayingNotes() }
         var input = LineReader(FileHandle.standardInput)
         var lineNumber = 0
         var failures = 0

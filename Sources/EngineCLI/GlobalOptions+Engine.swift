@@ -2,6 +2,7 @@ import ArgumentParser
 import EventLog
 import Foundation
 import Projections
+import Synchronization
 
 extension GlobalOptions {
     /// Opens the engine on an existing log (loading the newest snapshot and folding the tail).
@@ -11,19 +12,21 @@ extension GlobalOptions {
         return try openEngine(createIfMissing: false)
     }
 
-    /// Opens the engine on a read-only open of the log (see ``openLogForReading()``): for queries and audit,
-    /// which change nothing and work beside a process that is writing the log.
-    func openEngineForReading() throws -> Engine {
+    /// Opens the engine on a read-only open of the log (see ``openLogForReading()``): for queries, audit and
+    /// replay, which change nothing and work beside a process that is writing the log. With `loadingSnapshot`
+    /// false it folds the whole log once (a replay) instead of loading the newest snapshot.
+    func openEngineForReading(loadingSnapshot: Bool = true) throws -> Engine {
         let log = try openLogForReading()
         do {
-            return try Engine(store: log)
+            return Engine.keptUntilExit(try Engine(store: log, options: .init(loadsSnapshot: loadingSnapshot)))
         } catch {
             try? log.close()
             throw CLIError(opening: error, directory: directory)
         }
     }
 
-    /// Opens the engine, creating an empty log when `createIfMissing` and there is none.
+    /// Opens the engine, creating an empty log when `createIfMissing` and there is none. It writes snapshots by
+    /// itself (``Engine/SnapshotPolicy/automatic``): close it with ``Engine/closeSayingNotes()``.
     func openEngine(createIfMissing: Bool) throws -> Engine {
         let engine: Engine
         do {
@@ -34,7 +37,27 @@ extension GlobalOptions {
         // What opening did (a torn tail cut after a crash, an unfinished append dropped, a loose mode tightened)
         // is said, never done silently.
         for note in (engine.store as? EventLog)?.openReport.notes ?? [] { Output.error("note: \(note)") }
+        return Engine.keptUntilExit(engine)
+    }
+}
+
+/// Engines this process opened. A command's engine is used until the process ends, so it is never freed:
+/// freeing the state of the simulated week (hundreds of megabytes in small allocations) took ~0.1 s at the
+/// end of every command, and the kernel takes the memory back at exit at once.
+private let openedEngines = Mutex<[Engine]>([])
+
+extension Engine {
+    /// `engine`, kept from being freed until the process exits (see `openedEngines`).
+    static func keptUntilExit(_ engine: Engine) -> Engine {
+        openedEngines.withLock { $0.append(engine) }
         return engine
+    }
+
+    /// Closes the engine, then says on stderr what it noted in the background (a snapshot it could not write:
+    /// only a cache). A close that fails leaves the log to be recovered by the next open.
+    func closeSayingNotes() {
+        try? close()
+        for note in notes { Output.error("note: \(note)") }
     }
 }
 

@@ -49,7 +49,7 @@ struct ImportCommand: ParsableCommand {
             guard invalid.isEmpty else { throw CLIError(rejecting: invalid, file: file) }
         }
         let engine = try global.openEngine(createIfMissing: true)
-        defer { try? engine.close() }
+        defer { engine.closeSayingNotes() }
         if !skipInvalid, !isNewLog {
             invalid += try located(engine.validate(envelopes), in: plan)
             guard invalid.isEmpty else { throw CLIError(rejecting: invalid, file: file) }

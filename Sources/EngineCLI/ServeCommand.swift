@@ -109,20 +109,14 @@ struct ServeCommand: AsyncParsableCommand {
             try? engine.close()
             throw CLIError("the server stopped: \(error)")
         }
-        // A snapshot of what the server folded, so that the next start folds nothing: it is only a cache, and a
-        // failure to write it is said, not fatal.
-        if store.store == nil, engine.position > engine.openReport.snapshotPosition ?? .zero {
-            do {
-                _ = try engine.writeSnapshot()
-            } catch {
-                Output.error("note: no snapshot written on stop (\(error.message)); the next start replays the tail")
-            }
-        }
+        // Closing the local log's engine writes a snapshot of what the server folded (see `openEngine`), so the
+        // next start folds only a short tail: it is only a cache, and a failure to write it is said, not fatal.
         do {
             try engine.close()
         } catch {
             throw CLIError(error, doing: "closing the log")
         }
+        for note in engine.notes { Output.error("note: \(note)") }
         Output.error("parley: stopped; the log is closed cleanly at position \(engine.position.rawValue)")
     }
 

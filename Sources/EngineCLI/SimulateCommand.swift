@@ -20,8 +20,8 @@ struct SimulateCommand: ParsableCommand {
 
     func run() throws {
         try requireEmptyLog(global.directory)
-        let engine = try Engine.open(directory: global.directory)
-        defer { try? engine.close() }
+        let engine = try global.openEngine(createIfMissing: true)
+        defer { engine.closeSayingNotes() }
         let report = try runSimulation(engine: engine, users: users, days: days, seed: seed)
         print(
             "simulated \(report.events) events for \(report.users) users over \(days) days in "

@@ -19,7 +19,7 @@ struct SnapshotCommand: ParsableCommand {
 
     func run() throws {
         let engine = try global.openExistingEngine()
-        defer { try? engine.close() }
+        defer { engine.closeSayingNotes() }
         let position: UInt64
         do {
             position = try engine.writeSnapshot().rawValue

@@ -416,19 +416,41 @@ enum BatchDecoder {
     static func decodeViews(
         header: BatchHeader, block: [UInt8], wanted: (Int) -> Bool = { _ in true }, _ body: (RecordView) -> Bool
     ) -> Outcome {
-        block.withUnsafeBytes { raw -> Outcome in
+        decodeViews(
+            block: block, count: Int(header.count), minTime: header.minTime, firstPosition: header.firstPosition,
+            wanted: wanted, body)
+    }
+
+    /// ``decodeViews(header:block:wanted:_:)`` for a block in the batch encoding: `count` records whose times
+    /// are deltas from `minTime`, record `i` at `positions[i]`, or at `firstPosition + i` when `positions` is
+    /// empty (a batch's records are consecutive; an actor index chunk's are not).
+    static func decodeViews(
+        block: [UInt8], count: Int, minTime: Int64, firstPosition: UInt64 = 0, positions: [UInt64] = [],
+        wanted: (Int) -> Bool = { _ in true }, _ body: (RecordView) -> Bool
+    ) -> Outcome {
+        guard positions.isEmpty || positions.count == count else { return .malformed }
+        return block.withUnsafeBytes { raw -> Outcome in
             var cursor = Cursor(raw: raw)
             guard let nameCount = cursor.varint(), nameCount <= UInt64(raw.count) else { return .malformed }
-            var names: [String] = []
-            names.reserveCapacity(Int(nameCount))
+            // Where each name lies; a name becomes a `String` when a wanted record first uses it. A read of a
+            // few records (an audit, a lookup) then decodes a few of a batch's hundreds of names, not all.
+            var spans: [UnsafeRawBufferPointer] = []
+            spans.reserveCapacity(Int(nameCount))
             for _ in 0..<nameCount {
                 guard let length = cursor.varint(), let bytes = cursor.take(length) else { return .malformed }
+                spans.append(bytes)
+            }
+            var names = [String?](repeating: nil, count: spans.count)
+            func name(_ number: UInt64) -> String {
+                if let known = names[Int(number)] { return known }
                 // Names were valid UTF-8 when written and the CRC has passed: decode without the (generic,
                 // slow) validating initializer; a damaged byte would only become U+FFFD.
-                names.append(String(decoding: bytes, as: UTF8.self))
+                let decoded = String(decoding: spans[Int(number)], as: UTF8.self)
+                names[Int(number)] = decoded
+                return decoded
             }
-            let nameLimit = UInt64(names.count)
-            for index in 0..<Int(header.count) {
+            let nameLimit = UInt64(spans.count)
+            for index in 0..<count {
                 guard let idBytes = cursor.take(16), let delta = cursor.varint(), let stream = cursor.varint(),
                     stream < nameLimit, let version = cursor.varint(), let type = cursor.varint(), type < nameLimit,
                     let actor = cursor.varint(), actor < nameLimit, let length = cursor.varint(),
@@ -436,13 +458,12 @@ enum BatchDecoder {
                 else { return .malformed }
                 guard wanted(index) else { continue }
                 let view = RecordView(
-                    position: Position(header.firstPosition + UInt64(index)),
+                    position: Position(positions.isEmpty ? firstPosition + UInt64(index) : positions[index]),
                     id: EventID(
                         high: UInt64(bigEndian: idBytes.loadUnaligned(as: UInt64.self)),
                         low: UInt64(bigEndian: idBytes.loadUnaligned(fromByteOffset: 8, as: UInt64.self))),
-                    time: header.minTime &+ Int64(bitPattern: delta), stream: StreamName(names[Int(stream)]),
-                    streamVersion: StreamVersion(version), type: names[Int(type)], actor: names[Int(actor)],
-                    payload: payload)
+                    time: minTime &+ Int64(bitPattern: delta), stream: StreamName(name(stream)),
+                    streamVersion: StreamVersion(version), type: name(type), actor: name(actor), payload: payload)
                 if !body(view) { return .stopped }
             }
             return cursor.isAtEnd ? .complete : .malformed

@@ -117,36 +117,50 @@ enum Checkpoint {
                         uncompressedLength: UInt32(try reader.readCount()), minTime: try reader.readSignedVarint(),
                         maxTime: try reader.readSignedVarint()))
             }
-            let idCount = try reader.readCount(limit: Int.max)
-            index.ids.reserveCapacity(min(idCount, bytes.count / 17))
-            for _ in 0..<idCount {
-                let id = EventID(high: try reader.readUInt64(), low: try reader.readUInt64())
-                let position = try reader.readVarint()
-                guard position > 0, position <= index.committed, index.ids.lookupOrInsert(id, position) == nil else {
-                    return nil
-                }
+            if readOnly {
+                // A reader rarely needs them (a lookup by id, a stream, the stats): read them when it does.
+                index.deferredRecordIndex = reader
+                return index
             }
-            let streamCount = try reader.readCount(limit: Int.max)
-            for _ in 0..<streamCount {
-                let name = try reader.readString()
-                let count = try reader.readCount(limit: Int.max)
-                var positions: [UInt64] = []
-                positions.reserveCapacity(min(count, bytes.count))
-                var previous: UInt64 = 0
-                for _ in 0..<count {
-                    previous += try reader.readVarint()
-                    positions.append(previous)
-                }
-                guard index.streams.insert(name, positions: positions) else { return nil }
-            }
-            let typeCount = try reader.readCount()
-            for _ in 0..<typeCount {
-                let name = try reader.readString()
-                index.typeCounts[name] = try reader.readCount(limit: Int.max)
-            }
-            return index
+            return try loadRecordIndex(&reader, into: &index) ? index : nil
         } catch {
             return nil
         }
+    }
+
+    /// Reads the id → position table, the streams and the type counts from where `reader` stands into `index`;
+    /// false when they contradict themselves.
+    /// - Throws: ``BinaryReader/Truncated`` when the bytes end early.
+    static func loadRecordIndex(_ reader: inout BinaryReader, into index: inout LogIndex) throws(BinaryReader.Truncated)
+        -> Bool
+    {
+        let idCount = try reader.readCount(limit: Int.max)
+        index.ids.reserveCapacity(min(idCount, reader.remaining / 17))
+        for _ in 0..<idCount {
+            let id = EventID(high: try reader.readUInt64(), low: try reader.readUInt64())
+            let position = try reader.readVarint()
+            guard position > 0, position <= index.committed, index.ids.lookupOrInsert(id, position) == nil else {
+                return false
+            }
+        }
+        let streamCount = try reader.readCount(limit: Int.max)
+        for _ in 0..<streamCount {
+            let name = try reader.readString()
+            let count = try reader.readCount(limit: Int.max)
+            var positions: [UInt64] = []
+            positions.reserveCapacity(min(count, reader.remaining))
+            var previous: UInt64 = 0
+            for _ in 0..<count {
+                previous += try reader.readVarint()
+                positions.append(previous)
+            }
+            guard index.streams.insert(name, positions: positions) else { return false }
+        }
+        let typeCount = try reader.readCount()
+        for _ in 0..<typeCount {
+            let name = try reader.readString()
+            index.typeCounts[name] = try reader.readCount(limit: Int.max)
+        }
+        return true
     }
 }

@@ -155,9 +155,20 @@ final class ReadOnlyFollow: @unchecked Sendable {
 }
 
 extension LogIndex {
-    /// Brings `ids`, `streams` and `typeCounts` up to date with the batches a read-only follower added.
+    /// Brings `ids`, `streams` and `typeCounts` up to date: reads them from the checkpoint a read-only log opened
+    /// from, then indexes the batches a read-only follower added.
     /// - Throws: `.io` or `.corruptBatch` when a batch cannot be read back.
     mutating func indexPendingRecords() throws(EventLogError) {
+        if var reader = deferredRecordIndex {
+            deferredRecordIndex = nil
+            // The checkpoint's CRC held at open; should its tables still disagree, index the batches instead.
+            if (try? Checkpoint.loadRecordIndex(&reader, into: &self)) != true {
+                ids = IDTable()
+                streams = StreamIndex()
+                typeCounts = [:]
+                unindexedBatch = 0
+            }
+        }
         guard let first = unindexedBatch else { return }
         for number in first..<batches.count {
             let batch = batches[number]

@@ -62,7 +62,7 @@ extension EventLog {
     }
 
     /// ``scan(from:useCache:_:)`` handing out views.
-    private func scanViews(from: Position, useCache: Bool, _ body: (RecordView) -> Bool) throws(EventLogError) {
+    func scanViews(from: Position, useCache: Bool, _ body: (RecordView) -> Bool) throws(EventLogError) {
         let start = max(from.rawValue, 1)
         var batchNumber: Int? = state.withLock { $0.batchIndex(holding: start) }
         while let number = batchNumber {
@@ -129,6 +129,25 @@ extension EventLog {
             if outcome == .malformed { throw corrupt(location, file: file, problem: .decodeFailed) }
         }
         return found.compactMap { $0 }
+    }
+
+    /// ``records(at:)`` for positions that all hold records by `actor` (an audit by actor): where the actor index
+    /// covers them they are read from it, a chunk or two per index file, the rest from the segments.
+    /// - Throws: `.corruptBatch` for a damaged batch.
+    public func records(at positions: [Position], ofActor actor: String) throws(EventLogError) -> [Record] {
+        let committed = committedPosition
+        let wanted = positions.map(\.rawValue).filter { $0 >= 1 && $0 <= committed }.sorted()
+        let (found, rest) = actorIndex.records(at: wanted, ofActor: actor, log: self)
+        let all = (found + (try records(at: rest.map { Position($0) }))).sorted { $0.position < $1.position }
+        return positions.compactMap { position in
+            var low = 0
+            var high = all.count
+            while low < high {
+                let middle = (low + high) / 2
+                if all[middle].position < position { low = middle + 1 } else { high = middle }
+            }
+            return low < all.count && all[low].position == position ? all[low] : nil
+        }
     }
 
     /// The record at `position`, or nil when the log has none there.

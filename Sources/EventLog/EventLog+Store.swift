@@ -39,6 +39,16 @@ extension EventLog: EventStore {
         (try? FileSystem.read(directory + "/" + EventLog.snapshotFileName(position))) ?? nil
     }
 
+    /// The snapshot file's bytes, mapped, handed to `body`; nil when it is missing or cannot be mapped.
+    public func withSnapshot<T, E: Error>(
+        at position: Position, _ body: (UnsafeRawBufferPointer) throws(E) -> T
+    ) throws(E) -> T? {
+        guard let mapped = (try? FileSystem.map(directory + "/" + EventLog.snapshotFileName(position))) ?? nil else {
+            return nil
+        }
+        return try mapped.withBytes(body)
+    }
+
     /// Writes the snapshot file durably (temporary file, fsync, rename, directory fsync), then removes all but
     /// the newest `keep`.
     /// - Throws: `.noSpace` or `.io` with errno when a step fails; the temporary file is removed then.

@@ -27,16 +27,21 @@ public final class EventLog: @unchecked Sendable {
         /// Open a log with a corrupt batch by cutting it off there (and everything after it). The dropped
         /// records are reported in ``EventLog/openReport``. Never done unless asked.
         public var truncateAtCorruption: Bool
+        /// The writer indexes its records by actor (files `actors-*.idx`, see ``records(at:ofActor:)``) this many
+        /// at a time, off the append path; 0 for no actor index. Records after the last full group of this many
+        /// are read from the segments.
+        public var actorIndexRunSize: Int
 
         public init(
             segmentSize: Int = 128 << 20, batchSize: Int = 64 << 10, durability: Durability = .synced,
-            createIfMissing: Bool = true, truncateAtCorruption: Bool = false
+            createIfMissing: Bool = true, truncateAtCorruption: Bool = false, actorIndexRunSize: Int = 16_384
         ) {
             self.segmentSize = segmentSize
             self.batchSize = batchSize
             self.durability = durability
             self.createIfMissing = createIfMissing
             self.truncateAtCorruption = truncateAtCorruption
+            self.actorIndexRunSize = actorIndexRunSize
         }
 
         func validate() throws(EventLogError) {
@@ -95,6 +100,8 @@ public final class EventLog: @unchecked Sendable {
     let notifier = CommitNotifier()
     let writer: WriterState
     let lifecycle = PlainMutex(Lifecycle.open)
+    /// The records grouped by actor, for reading all of one actor's (built by the writer, off the append path).
+    let actorIndex: ActorIndex
 
     enum Lifecycle { case open, closed }
 
@@ -111,6 +118,7 @@ public final class EventLog: @unchecked Sendable {
         self.state = IndexLock(index)
         self.committed = PlainMutex(CommittedHead(position: index.committed, digest: index.committedDigest))
         self.writer = writer
+        self.actorIndex = ActorIndex(directory: directory, runSize: configuration.actorIndexRunSize)
     }
 
     /// Opens (or creates) the log in `directory`, recovering it if it was not closed cleanly.
@@ -217,6 +225,7 @@ public final class EventLog: @unchecked Sendable {
             directory: directory, configuration: configuration, report: report, lockFile: lockFile, index: index,
             writer: writer, headFile: headFile)
         log.startThreads()
+        log.actorIndex.startBuilding(log: log)
         return log
     }
 
@@ -243,6 +252,7 @@ public final class EventLog: @unchecked Sendable {
             closeReadOnly(readOnly)
             return
         }
+        actorIndex.stopBuilding()
         stopThreads()
         notifier.close()
         defer { lockFile?.unlock() }

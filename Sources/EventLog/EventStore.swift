@@ -46,6 +46,11 @@ public protocol EventStore: AnyObject, Sendable {
     /// - Throws: a storage error when a record cannot be read.
     func records(at positions: [Position]) throws(EventLogError) -> [Record]
 
+    /// ``records(at:)`` for positions that all hold records by `actor`: a store with an index by actor reads them
+    /// through it (the local log's actor index); others read them as ``records(at:)`` does.
+    /// - Throws: a storage error when a record cannot be read.
+    func records(at positions: [Position], ofActor actor: String) throws(EventLogError) -> [Record]
+
     /// The committed records of one stream from `version`, at most `limit`.
     /// - Throws: a storage error when a record cannot be read.
     func readStream(_ stream: StreamName, from version: StreamVersion, limit: Int) throws(EventLogError) -> [Record]
@@ -75,6 +80,12 @@ public protocol EventStore: AnyObject, Sendable {
     /// The bytes of the snapshot at `position`, or nil when it is missing or unreadable.
     func readSnapshot(at position: Position) -> [UInt8]?
 
+    /// Calls `body` with the bytes of the snapshot at `position`, valid only during the call, or returns nil
+    /// when it is missing or unreadable (the local log maps the file rather than copying it).
+    /// - Throws: what `body` throws.
+    func withSnapshot<T, E: Error>(at position: Position, _ body: (UnsafeRawBufferPointer) throws(E) -> T) throws(E)
+        -> T?
+
     /// Stores snapshot bytes for `position` durably, keeping only the newest `keep` snapshots.
     /// - Throws: a storage error (`.noSpace`, `.io`) when they cannot be written; nothing half-written is
     ///   ever taken for a snapshot.
@@ -82,6 +93,20 @@ public protocol EventStore: AnyObject, Sendable {
 }
 
 extension EventStore {
+    /// ``readSnapshot(at:)``, handed to `body`.
+    public func withSnapshot<T, E: Error>(
+        at position: Position, _ body: (UnsafeRawBufferPointer) throws(E) -> T
+    ) throws(E) -> T? {
+        guard let bytes = readSnapshot(at: position) else { return nil }
+        let result: Result<T, E> = bytes.withUnsafeBytes { raw in Result { () throws(E) -> T in try body(raw) } }
+        return try result.get()
+    }
+
+    /// ``records(at:)``: a store without an index by actor reads the positions one by one.
+    public func records(at positions: [Position], ofActor actor: String) throws(EventLogError) -> [Record] {
+        try records(at: positions)
+    }
+
     /// Appends records atomically and returns once they are durable.
     /// - Throws: what the store's append throws (`.recordTooLarge`, `.wrongExpectedVersion`, `.closed`, …).
     public func append(_ records: [ProposedRecord]) async throws(EventLogError) -> AppendResult {

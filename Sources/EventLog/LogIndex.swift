@@ -45,6 +45,9 @@ struct LogIndex: Sendable {
     /// (nil when all are). A follower indexes only batches, so that following costs no record decoding; the
     /// record indexes catch up when a lookup, a stream read or the stats need them.
     var unindexedBatch: Int?
+    /// For a read-only log opened from a checkpoint: the checkpoint's id, stream and type tables, not read yet
+    /// (``indexPendingRecords()`` reads them when a lookup, a stream read or the stats first need them).
+    var deferredRecordIndex: BinaryReader?
 
     /// The index of the batch that holds `position`, if any.
     func batchIndex(holding position: UInt64) -> Int? {

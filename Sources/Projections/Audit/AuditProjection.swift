@@ -1,3 +1,5 @@
+import EventLog
+
 /// The audit index: who did what and when — posting lists per actor and per type, and each position's
 /// actor, type and time, so audit queries never scan the log. Streams are served by the log's own stream
 /// index (`EventLog.readStream`), so the fold does not intern every stream name a second time.
@@ -154,10 +156,10 @@ struct AuditProjection {
         byType = Array(repeating: [], count: types.count)
         typeCodes = types.names.map { DomainEvent.typeNames.firstIndex(of: $0) ?? -1 }
         let n = try reader.count()
-        actorOf.reserveCapacity(n)
-        typeOf.reserveCapacity(n)
-        timeOf.reserveCapacity(n)
-        previousOfActor.reserveCapacity(n)
+        actorOf.reserveCapacityInHugePages(n)
+        typeOf.reserveCapacityInHugePages(n)
+        timeOf.reserveCapacityInHugePages(n)
+        previousOfActor.reserveCapacityInHugePages(n)
         var previousTime: Int64 = 0
         for i in 0..<n {
             let a = try reader.int32()

@@ -269,6 +269,7 @@ extension Engine {
                 return
             case .folded(let done)?:
                 complete(done)
+                snapshotIfDue()
             }
         }
     }
@@ -310,8 +311,14 @@ extension Engine {
         }
         if waiting {
             durable.write(fold)
-        } else if durable.writeIfAvailable(fold) == nil {
-            return .busy
+        } else {
+            // While a snapshot holds a copy of the state, the fold's copy-on-write is the applier's to pay.
+            let folded = durable.writeIfAvailable { (state: inout ProjectionState) -> Bool in
+                guard !snapshots.holdsCopy.load(ordering: .acquiring) else { return false }
+                fold(&state)
+                return true
+            }
+            guard folded == true else { return .busy }
         }
         return .folded(
             pipeline.withLock { pipeline in

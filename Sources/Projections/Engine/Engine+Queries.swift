@@ -107,7 +107,12 @@ extension Engine {
             }
             guard !positions.isEmpty else { return [] }
             do throws(EventLogError) {
-                records = try store.records(at: positions.map { Position($0) })
+                // One actor's events sit all over the log; the store may read them through its index by actor.
+                if let actor = filter.actor {
+                    records = try store.records(at: positions.map { Position($0) }, ofActor: actor)
+                } else {
+                    records = try store.records(at: positions.map { Position($0) })
+                }
             } catch {
                 throw ValidationError(.storage, "reading audit records failed: \(error.message)")
             }

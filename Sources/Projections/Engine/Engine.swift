@@ -34,8 +34,10 @@ public final class Engine: Sendable {
     let durableChanges = CommitNotifier()
     /// While the engine follows a store another node writes: the task folding what that writer appends.
     let follower = PlainMutex<Task<Void, Never>?>(nil)
-    /// What ``open(directory:configuration:)`` did: whether a snapshot was used and how long the tail was.
+    /// What ``open(directory:configuration:options:)`` did: whether a snapshot was used and how long the tail was.
     public let openReport: OpenReport
+    /// When snapshots are written, and the one being written.
+    let snapshots: SnapshotSchedule
 
     /// How the engine came up.
     public struct OpenReport: Sendable, Hashable {
@@ -45,32 +47,52 @@ public final class Engine: Sendable {
         public var ignoredSnapshots: [String] = []
         /// Records folded after the snapshot (or from the start).
         public var foldedRecords: UInt64 = 0
+        /// How long folding them took.
+        public var foldDuration: Duration = .zero
     }
 
-    /// Starts an engine on `store`: loads the newest valid snapshot and folds the records after it.
-    /// The engine becomes the store's only writer; ``close()`` closes the store.
+    /// Starts an engine on `store`: loads the newest valid snapshot and folds the records after it (or, when
+    /// `options` say so, folds every record from position 1).
+    /// The engine becomes the store's only writer; ``close()`` closes the store. Snapshots are written only
+    /// when asked unless `options` say otherwise.
     /// - Throws: ``ValidationError/Code/storage`` (with the store's error) when the store cannot be read.
-    public init(store: any EventStore) throws(ValidationError) {
+    public init(store: any EventStore, options: Options = Options()) throws(ValidationError) {
         var report = OpenReport()
-        var state = Snapshots.loadNewest(store: store, ignored: &report.ignoredSnapshots) ?? ProjectionState()
-        if state.position > 0 { report.snapshotPosition = Position(state.position) }
+        var state = ProjectionState()
+        var newestSnapshot: UInt64 = 0
+        if options.loadsSnapshot {
+            if let loaded = Snapshots.loadNewest(store: store, ignored: &report.ignoredSnapshots) {
+                state = loaded
+                report.snapshotPosition = Position(state.position)
+            }
+            newestSnapshot = state.position
+        } else {
+            // Not loaded, so not checked: a damaged newest snapshot is found (and replaced) by a later open.
+            newestSnapshot = store.snapshotPositions().first?.rawValue ?? 0
+        }
         let start = state.position
+        let clock = ContinuousClock()
+        let began = clock.now
         try Engine.fold(store: store, into: &state)
+        report.foldDuration = clock.now - began
         report.foldedRecords = state.position - start
         self.store = store
         self.sequencer = PlainMutex(state)
         self.durable = ReadWriteLock(state)
         self.durablePosition = Atomic(state.position)
         self.openReport = report
+        self.snapshots = SnapshotSchedule(policy: options.snapshots, newest: newestSnapshot)
     }
 
-    /// Opens the local log in `directory` (creating it if needed) and starts an engine on it.
+    /// Opens the local log in `directory` (creating it if needed) and starts an engine on it, which writes
+    /// snapshots by itself (``SnapshotPolicy/automatic``) unless `options` say otherwise.
     ///
     /// - Throws: ``ValidationError/Code/storage`` whose ``ValidationError/storageError`` says why (`.locked`,
     ///   `.corruptBatch`, `.notALog`, `.noSpace`, …).
-    public static func open(directory: String, configuration: EventLog.Configuration = .init()) throws(ValidationError)
-        -> Engine
-    {
+    public static func open(
+        directory: String, configuration: EventLog.Configuration = .init(),
+        options: Options = Options(snapshots: .automatic)
+    ) throws(ValidationError) -> Engine {
         let log: EventLog
         do {
             log = try EventLog.open(directory: directory, configuration: configuration)
@@ -78,7 +100,7 @@ public final class Engine: Sendable {
             throw ValidationError(storage: error, doing: "opening the log at \(directory)")
         }
         do {
-            return try Engine(store: log)
+            return try Engine(store: log, options: options)
         } catch {
             try? log.close()
             throw error
@@ -86,10 +108,15 @@ public final class Engine: Sendable {
     }
 
     /// Closes the store: appends already handed to it finish first; later commands fail with `.storage`.
+    ///
+    /// Waits for a background snapshot being written, then writes one when the policy asks for it on close
+    /// (a failure to write it is a note in ``notes``, not an error).
     /// - Throws: ``ValidationError/Code/storage`` when the store fails to close cleanly.
     public func close() throws(ValidationError) {
         follower.withLock { $0 }?.cancel()
         durableChanges.close()
+        snapshots.close()
+        writeSnapshotOnClose()
         do {
             try store.close()
         } catch {
@@ -148,6 +175,10 @@ public final class Engine: Sendable {
     /// A digest of all durable projection state (a canonical serialisation hashed with two 64-bit FNV-1a
     /// passes): equal states give equal digests, so live, replayed and snapshot + tail states can be compared.
     public var stateDigest: String { durable.read { $0.digest() } }
+
+    /// What the engine noted in the background, oldest first: snapshots it could not write. Nothing noted here
+    /// failed a command; a snapshot is only a cache.
+    public var notes: [String] { snapshots.notes }
 
     /// Runs `body` on the durable state (shared with other queries, never with the sequencer).
     func read<T>(_ body: (borrowing ProjectionState) throws(ValidationError) -> T) throws(ValidationError) -> T {

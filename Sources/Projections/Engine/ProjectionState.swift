@@ -241,7 +241,8 @@ extension ProjectionState {
 
     /// The canonical serialisation of the whole state (deterministic: sets and dictionaries sorted).
     func encodedState() -> [UInt8] {
-        var writer = ByteWriter(capacity: 1 << 16)
+        // About 80 bytes per event on the simulated week: room for that, so that 100 MB are not copied on growth.
+        var writer = ByteWriter(capacity: max(1 << 16, Int(min(position, 1 << 26)) * 96))
         writer.varint(position)
         users.write(to: &writer)
         rooms.write(to: &writer)
@@ -259,8 +260,14 @@ extension ProjectionState {
     /// Rebuilds state (and every derived index) from ``encodedState()``.
     init(encodedState bytes: [UInt8]) throws(ByteReaderError) { try self.init(encodedState: bytes[...]) }
 
-    /// Rebuilds state from a slice holding ``encodedState()`` (a snapshot file's body, without copying it).
+    /// Rebuilds state from a slice holding ``encodedState()``.
     init(encodedState bytes: ArraySlice<UInt8>) throws(ByteReaderError) {
+        self = try bytes.withUnsafeBytes { raw in Result { () throws(ByteReaderError) in try Self(encodedState: raw) } }
+            .get()
+    }
+
+    /// Rebuilds state from bytes holding ``encodedState()`` (a snapshot file's body, mapped, without copying it).
+    init(encodedState bytes: UnsafeRawBufferPointer) throws(ByteReaderError) {
         self = try ByteReader.reading(bytes) { (reader: inout ByteReader) throws(ByteReaderError) -> ProjectionState in
             var state = ProjectionState()
             state.position = try reader.varint()
@@ -289,14 +296,9 @@ extension ProjectionState {
 
     /// A digest of the canonical serialisation: equal states give equal digests.
     func digest() -> String {
-        let bytes = encodedState()
-        var a = FNV1a64()
-        a.update(bytes)
-        // A second pass with a different start makes accidental collisions between two states unlikely.
-        var b = FNV1a64()
-        b.update([0x5a])
-        b.update(bytes)
-        return hex(a.value) + hex(b.value)
+        // A second hash with a different start makes accidental collisions between two states unlikely.
+        let (a, b) = FNV1a64.hash(encodedState(), andAfter: [0x5a])
+        return hex(a) + hex(b)
     }
 
     private func hex(_ value: UInt64) -> String {

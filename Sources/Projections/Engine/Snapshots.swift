@@ -29,7 +29,9 @@ enum Snapshots {
     }
 
     /// Decodes a snapshot file's bytes; throws a description of why it cannot be trusted.
-    static func decode(_ bytes: [UInt8], store: any EventStore) throws(ByteReaderError) -> ProjectionState {
+    static func decode(_ bytes: UnsafeRawBufferPointer, store: any EventStore) throws(ByteReaderError)
+        -> ProjectionState
+    {
         let header = 8 + 4 + 8 + 16 + 8 + 8
         guard bytes.count >= header, Array(bytes[0..<8]) == magic else {
             throw ByteReaderError(description: "not a snapshot file")
@@ -53,7 +55,7 @@ enum Snapshots {
         guard UInt64(bytes.count - header) == length else {
             throw ByteReaderError(description: "snapshot is truncated")
         }
-        let body = bytes[header...]
+        let body = UnsafeRawBufferPointer(rebasing: bytes[header...])
         guard WordChecksum.hash(body) == checksum else {
             throw ByteReaderError(description: "snapshot checksum mismatch")
         }
@@ -76,12 +78,15 @@ enum Snapshots {
     /// The newest snapshot that can be trusted, or nil; `ignored` collects why others were skipped.
     static func loadNewest(store: any EventStore, ignored: inout [String]) -> ProjectionState? {
         for position in store.snapshotPositions() {
-            guard let bytes = store.readSnapshot(at: position) else {
-                ignored.append("snapshot at \(position): unreadable")
-                continue
-            }
             do throws(ByteReaderError) {
-                return try decode(bytes, store: store)
+                let state = try store.withSnapshot(at: position) { (bytes) throws(ByteReaderError) in
+                    try decode(bytes, store: store)
+                }
+                guard let state else {
+                    ignored.append("snapshot at \(position): unreadable")
+                    continue
+                }
+                return state
             } catch {
                 ignored.append("snapshot at \(position): \(error.description)")
             }
@@ -92,10 +97,27 @@ enum Snapshots {
 
 extension Engine {
     /// Stores a snapshot of all durable projection state at the current position with the store (keeping the
-    /// newest two). Returns the snapshot's position.
+    /// newest two). Returns the snapshot's position. Waits for a snapshot being written in the background.
     /// - Throws: ``ValidationError/Code/storage`` (with the store's error) when it cannot be written durably.
     @discardableResult
     public func writeSnapshot() throws(ValidationError) -> Position {
+        try snapshots.writing.withLock { _ throws(ValidationError) -> Position in
+            let (bytes, position) = try encodeSnapshot()
+            do throws(EventLogError) {
+                try store.writeSnapshot(bytes, at: Position(position), keep: Snapshots.kept)
+            } catch {
+                throw ValidationError(storage: error, doing: "writing the snapshot at \(position)")
+            }
+            snapshots.wrote(position)
+            return Position(position)
+        }
+    }
+
+    /// The snapshot bytes of the durable state and their position. The copy of the state it encodes is gone when
+    /// it returns; while it lives, folds stay off the store's thread (see ``SnapshotSchedule``).
+    private func encodeSnapshot() throws(ValidationError) -> (bytes: [UInt8], position: UInt64) {
+        snapshots.holdsCopy.store(true, ordering: .releasing)
+        defer { snapshots.holdsCopy.store(false, ordering: .releasing) }
         let copy = query { (s: borrowing ProjectionState) -> ProjectionState in copy s }
         var id = EventID(high: 0, low: 0)
         if copy.position > 0 {
@@ -108,12 +130,32 @@ extension Engine {
             guard let record else { throw ValidationError(.storage, "the log has no record at \(copy.position)") }
             id = record.id
         }
-        do throws(EventLogError) {
-            try store.writeSnapshot(
-                Snapshots.encode(copy, eventID: id), at: Position(copy.position), keep: Snapshots.kept)
-        } catch {
-            throw ValidationError(storage: error, doing: "writing the snapshot at \(copy.position)")
+        return (Snapshots.encode(copy, eventID: id), copy.position)
+    }
+
+    /// Queues a snapshot on the background queue when the policy says one is due; returns at once.
+    func snapshotIfDue() {
+        snapshots.scheduleIfDue(at: durablePosition.load(ordering: .acquiring)) { [self] in
+            do throws(ValidationError) {
+                try writeSnapshot()
+            } catch {
+                snapshots.note("no snapshot written in the background: \(error.message)")
+            }
         }
-        return Position(copy.position)
+    }
+
+    /// On close: writes a snapshot of everything acknowledged when the policy asks for one and enough was folded
+    /// since the newest; a failure is a note.
+    func writeSnapshotOnClose() {
+        guard let minimum = snapshots.policy.onCloseAfterEvents else { return }
+        waitUntilDurable(sequencer.withLock { $0.position })
+        guard pipeline.withLock({ $0.failure == nil }) else { return }
+        let position = durablePosition.load(ordering: .acquiring)
+        guard position > 0, position >= snapshots.newest + minimum else { return }
+        do throws(ValidationError) {
+            try writeSnapshot()
+        } catch {
+            snapshots.note("no snapshot written on close: \(error.message)")
+        }
     }
 }

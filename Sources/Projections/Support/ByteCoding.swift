@@ -104,24 +104,27 @@ struct ByteReader: ~Copyable {
         throws(ByteReaderError) -> T
     {
         let result: Result<T, ByteReaderError> = bytes.withUnsafeBytes { raw in
-            var reader = ByteReader(raw)
-            do throws(ByteReaderError) {
-                return .success(try body(&reader))
-            } catch {
-                return .failure(error)
-            }
+            Result { () throws(ByteReaderError) in try reading(raw, body) }
         }
         return try result.get()
     }
 
-    mutating func byte() throws(ByteReaderError) -> UInt8 {
+    /// Runs `body` with a reader over `bytes`, which must stay valid during the call.
+    static func reading<T>(
+        _ bytes: UnsafeRawBufferPointer, _ body: (inout ByteReader) throws(ByteReaderError) -> T
+    ) throws(ByteReaderError) -> T {
+        var reader = ByteReader(bytes)
+        return try body(&reader)
+    }
+
+    @inline(__always) mutating func byte() throws(ByteReaderError) -> UInt8 {
         guard offset < bytes.count else { throw ByteReaderError(description: "unexpected end at byte \(offset)") }
         let value = bytes[offset]
         offset += 1
         return value
     }
 
-    mutating func bool() throws(ByteReaderError) -> Bool {
+    @inline(__always) mutating func bool() throws(ByteReaderError) -> Bool {
         switch try byte() {
         case 0: return false
         case 1: return true
@@ -129,7 +132,7 @@ struct ByteReader: ~Copyable {
         }
     }
 
-    mutating func varint() throws(ByteReaderError) -> UInt64 {
+    @inline(__always) mutating func varint() throws(ByteReaderError) -> UInt64 {
         var result: UInt64 = 0
         var shift: UInt64 = 0
         while true {
@@ -141,14 +144,14 @@ struct ByteReader: ~Copyable {
         }
     }
 
-    mutating func signed() throws(ByteReaderError) -> Int64 {
+    @inline(__always) mutating func signed() throws(ByteReaderError) -> Int64 {
         let raw = try varint()
         return Int64(bitPattern: raw >> 1) ^ -Int64(bitPattern: raw & 1)
     }
 
     mutating func int() throws(ByteReaderError) -> Int { Int(try signed()) }
 
-    mutating func int32() throws(ByteReaderError) -> Int32 {
+    @inline(__always) mutating func int32() throws(ByteReaderError) -> Int32 {
         let value = try signed()
         guard let narrowed = Int32(exactly: value) else {
             throw ByteReaderError(description: "number \(value) out of range at byte \(offset)")
@@ -157,7 +160,7 @@ struct ByteReader: ~Copyable {
     }
 
     /// A count of following items; bounded by the bytes left so a corrupt count cannot allocate wildly.
-    mutating func count() throws(ByteReaderError) -> Int {
+    @inline(__always) mutating func count() throws(ByteReaderError) -> Int {
         let value = try varint()
         guard value <= UInt64(bytes.count - offset) else {
             throw ByteReaderError(description: "count \(value) exceeds the remaining bytes at \(offset)")
@@ -231,25 +234,39 @@ struct FNV1a64 {
         hasher.update(bytes)
         return hasher.value
     }
+
+    /// The hash of `bytes`, and the hash of `prefix` followed by `bytes`, in one pass over `bytes`: each hash is
+    /// a chain of dependent multiplies, and two side by side take about the time of one.
+    static func hash(_ bytes: [UInt8], andAfter prefix: [UInt8]) -> (UInt64, UInt64) {
+        var second = FNV1a64()
+        second.update(prefix)
+        var a = FNV1a64().value
+        var b = second.value
+        for byte in bytes {
+            a = (a ^ UInt64(byte)) &* 0x100_0000_01b3
+            b = (b ^ UInt64(byte)) &* 0x100_0000_01b3
+        }
+        return (a, b)
+    }
 }
 
 /// The snapshot checksum: FNV-1a over little-endian 8-byte words (the tail zero-padded), then the length
 /// mixed in — eight times faster than the byte-wise hash over tens of megabytes.
 enum WordChecksum {
-    static func hash(_ bytes: ArraySlice<UInt8>) -> UInt64 {
-        bytes.withUnsafeBytes { raw -> UInt64 in
-            var h: UInt64 = 0xcbf2_9ce4_8422_2325
-            let words = raw.count / 8
-            for index in 0..<words {
-                let word = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: index * 8, as: UInt64.self))
-                h = (h ^ word) &* 0x100_0000_01b3
-                h ^= h >> 32
-            }
-            var tail: UInt64 = 0
-            for index in (words * 8)..<raw.count { tail |= UInt64(raw[index]) << UInt64(8 * (index - words * 8)) }
-            h = (h ^ tail) &* 0x100_0000_01b3
-            h = (h ^ UInt64(raw.count)) &* 0x100_0000_01b3
-            return h ^ (h >> 29)
+    static func hash(_ bytes: ArraySlice<UInt8>) -> UInt64 { bytes.withUnsafeBytes { hash($0) } }
+
+    static func hash(_ raw: UnsafeRawBufferPointer) -> UInt64 {
+        var h: UInt64 = 0xcbf2_9ce4_8422_2325
+        let words = raw.count / 8
+        for index in 0..<words {
+            let word = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: index * 8, as: UInt64.self))
+            h = (h ^ word) &* 0x100_0000_01b3
+            h ^= h >> 32
         }
+        var tail: UInt64 = 0
+        for index in (words * 8)..<raw.count { tail |= UInt64(raw[index]) << UInt64(8 * (index - words * 8)) }
+        h = (h ^ tail) &* 0x100_0000_01b3
+        h = (h ^ UInt64(raw.count)) &* 0x100_0000_01b3
+        return h ^ (h >> 29)
     }
 }

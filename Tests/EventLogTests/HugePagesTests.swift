@@ -1,6 +1,6 @@
 import Testing
 
-@testable import Projections
+@testable import EventLog
 
 /// The huge-page buffers are ordinary arrays: same contents, same behaviour, large or small.
 @Suite struct HugePagesTests {

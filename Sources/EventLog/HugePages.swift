@@ -11,13 +11,11 @@
 /// gain less (~2 % of CPU), as malloc hands each replay memory the previous state gave back. It is
 /// advice: where it is not taken (another system, THP off), the buffer is as correct with small pages.
 extension Array {
-    /// Buffers smaller than this are left alone (a huge page would mostly hold other data).
-    private static var hugePageMinimum: Int { 4 << 20 }
 
     /// Makes room for `total` elements, in a buffer advised to use huge pages when it is large.
-    mutating func reserveCapacityInHugePages(_ total: Int) {
+    package mutating func reserveCapacityInHugePages(_ total: Int) {
         guard total > capacity else { return }
-        guard total * MemoryLayout<Element>.stride >= Self.hugePageMinimum else {
+        guard total * MemoryLayout<Element>.stride >= hugePageMinimum else {
             reserveCapacity(total)
             return
         }
@@ -30,8 +28,8 @@ extension Array {
     }
 
     /// `count` copies of `value`, in a buffer advised to use huge pages when it is large.
-    init(hugePagesRepeating value: Element, count: Int) {
-        guard count * MemoryLayout<Element>.stride >= Self.hugePageMinimum else {
+    package init(hugePagesRepeating value: Element, count: Int) {
+        guard count * MemoryLayout<Element>.stride >= hugePageMinimum else {
             self.init(repeating: value, count: count)
             return
         }
@@ -43,8 +41,11 @@ extension Array {
     }
 }
 
+/// Buffers smaller than this are left alone (a huge page would mostly hold other data).
+let hugePageMinimum = 4 << 20
+
 /// Advises the whole pages inside `buffer` to be backed by huge pages (a no-op off Linux).
-private func adviseHugePages(_ buffer: UnsafeMutableRawBufferPointer) {
+func adviseHugePages(_ buffer: UnsafeMutableRawBufferPointer) {
     #if os(Linux)
         guard let base = buffer.baseAddress else { return }
         let page = 4096
