@@ -7,6 +7,8 @@ let package = Package(
     products: [
         .library(name: "EventLog", targets: ["EventLog"]),
         .library(name: "Projections", targets: ["Projections"]),
+        .library(name: "Interchange", targets: ["Interchange"]),
+        .library(name: "Workloads", targets: ["Workloads"]),
         .executable(name: "parley", targets: ["EngineCLI"]),
     ],
     dependencies: [
@@ -42,6 +44,8 @@ let package = Package(
             name: "Projections",
             dependencies: ["EventLog", .product(name: "DequeModule", package: "swift-collections")]
         ),
+        .target(name: "Interchange", dependencies: ["Projections", "EventLog"]),
+        .target(name: "Workloads", dependencies: ["Projections", "EventLog", "ReplicatedLog"]),
         .target(
             name: "Server",
             dependencies: [
@@ -62,6 +66,8 @@ let package = Package(
             name: "EngineCLI",
             dependencies: [
                 "Server",
+                "Interchange",
+                "Workloads",
                 "Projections",
                 "EventLog",
                 "ReplicatedLog",
@@ -79,7 +85,9 @@ let package = Package(
             ]
         ),
         .target(name: "ReplicatedLog", dependencies: ["EventLog", "NATSClient"]),
-        .target(name: "ParleyTestSupport", dependencies: ["EventLog", "NATSClient"], path: "Tests/TestSupport"),
+        .target(
+            name: "ParleyTestSupport", dependencies: ["EventLog", "Projections", "NATSClient"],
+            path: "Tests/TestSupport"),
         // The crash tests' writer: a test-only executable the tests run and SIGKILL, and the record recipe it
         // shares with them.
         .target(name: "CrashRecipe", dependencies: ["EventLog"], path: "Tests/CrashRecipe"),
@@ -97,6 +105,10 @@ let package = Package(
             name: "ProjectionTests",
             dependencies: ["Projections", "EventLog", "ParleyTestSupport", "CrashRecipe", "CrashWriter"]),
         .testTarget(
+            name: "InterchangeTests", dependencies: ["Interchange", "Projections", "EventLog", "ParleyTestSupport"]),
+        .testTarget(
+            name: "WorkloadsTests", dependencies: ["Workloads", "Projections", "EventLog", "ParleyTestSupport"]),
+        .testTarget(
             name: "ServerTests",
             dependencies: [
                 "Server", "Projections", "EventLog", "ReplicatedLog", "NATSClient", "ParleyTestSupport",
@@ -107,7 +119,9 @@ let package = Package(
         ),
         .testTarget(
             name: "EngineCLITests",
-            dependencies: ["Projections", "EventLog", "ReplicatedLog", "NATSClient", "ParleyTestSupport"]),
+            dependencies: [
+                "Interchange", "Projections", "EventLog", "ReplicatedLog", "NATSClient", "ParleyTestSupport",
+            ]),
         .testTarget(
             name: "NATSClientTests",
             dependencies: [

@@ -28,6 +28,7 @@ let package = Package(
             name: "Peers",
             dependencies: [
                 "CSQLite",
+                .product(name: "Workloads", package: "Parley"),
                 .product(name: "Projections", package: "Parley"),
                 .product(name: "EventLog", package: "Parley"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),

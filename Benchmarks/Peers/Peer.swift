@@ -1,5 +1,6 @@
 import EventLog
 import Projections
+import Workloads
 
 /// A store a developer of these apps would otherwise pick, driven as a backend on it would drive it.
 ///

@@ -1,6 +1,7 @@
 @_spi(Benchmarking) import EventLog
 import Foundation
 import Projections
+import Workloads
 
 /// What `parley bench --json` reports, as far as the comparison reads it.
 struct ParleyReport: Codable, Sendable {

@@ -1,6 +1,7 @@
 @_spi(Benchmarking) import EventLog
 import Foundation
 import Projections
+import Workloads
 
 /// The same events every peer gets: the chat mix, the simulated week and the query keys.
 struct PeerInputs: Sendable {

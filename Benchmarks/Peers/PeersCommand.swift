@@ -3,6 +3,7 @@ import ArgumentParser
 import Foundation
 import NIOPosix
 import Projections
+import Workloads
 
 #if canImport(Glibc)
     import Glibc

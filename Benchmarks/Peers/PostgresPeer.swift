@@ -3,6 +3,7 @@ import Foundation
 import PostgresNIO
 import Projections
 import Synchronization
+import Workloads
 
 /// PostgreSQL as a Swift backend would use it through postgres-nio: one connection per producer, an `events`
 /// table with an identity position, a unique uuid event id and indexes by (stream, position) and (actor,

@@ -2,6 +2,7 @@ import EventLog
 import NIOCore
 import Projections
 import Synchronization
+import Workloads
 
 /// Redis Streams as a backend would use them, through ``RedisConnection`` (pipelined RESP on SwiftNIO): one
 /// connection per producer; every event is an entry of the `events` stream (fields: id, time, stream, type, actor,

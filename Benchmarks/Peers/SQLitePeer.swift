@@ -3,6 +3,7 @@ import Dispatch
 import EventLog
 import Foundation
 import Projections
+import Workloads
 
 /// SQLite as a Swift developer would set it up for an event table, through its C API: WAL,
 /// `synchronous=FULL` (each commit fdatasync'ed before it returns), prepared statements, the same columns,

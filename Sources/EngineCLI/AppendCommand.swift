@@ -1,6 +1,7 @@
 import ArgumentParser
 import EventLog
 import Foundation
+import Interchange
 import Projections
 
 struct AppendCommand: ParsableCommand {

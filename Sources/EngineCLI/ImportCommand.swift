@@ -1,7 +1,9 @@
 import ArgumentParser
 import EventLog
 import Foundation
+import Interchange
 import Projections
+import Workloads
 
 struct ImportCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -28,8 +30,6 @@ struct ImportCommand: ParsableCommand {
 
     /// How many problems an error lists before it says how many more there are.
     static let listedProblems = 20
-    /// Events per append call: a progress step, and one group commit.
-    static let chunkSize = 10_000
 
     func run() throws {
         let requested = try requestedFormat()
@@ -38,55 +38,36 @@ struct ImportCommand: ParsableCommand {
         let plan = ImportPlan.read(data, format: format)
         try rejectUnreadableFile(plan, data: data, guessed: requested == nil, format: format)
 
-        let envelopes = plan.items.map(\.envelope)
-        var invalid = plan.problems
         // A file rejected before any log exists leaves none behind: check it against an empty in-memory
         // store before creating the directory's log.
+        var invalid = plan.problems
         let isNewLog = isMissingOrEmpty(global.directory)
-        if !skipInvalid, isNewLog {
-            let scratch = try Engine(store: MemoryStore())
-            invalid += try located(scratch.validate(envelopes), in: plan)
-            guard invalid.isEmpty else { throw CLIError(rejecting: invalid, file: file) }
-        }
-        let engine = try global.openEngine(createIfMissing: true)
-        defer { engine.closeSayingNotes() }
-        if !skipInvalid, !isNewLog {
-            invalid += try located(engine.validate(envelopes), in: plan)
-            guard invalid.isEmpty else { throw CLIError(rejecting: invalid, file: file) }
-        }
-        var appended = 0
-        var duplicates = 0
-        let progress = ProgressBar("import", total: envelopes.count)
-        for start in stride(from: 0, to: envelopes.count, by: Self.chunkSize) {
-            let chunk = Array(envelopes[start..<min(start + Self.chunkSize, envelopes.count)])
-            let result: ApplyResult
-            do {
-                result = try engine.applyAndWait(chunk, skipInvalid: true, keepingValidParts: skipInvalid)
-            } catch {
-                throw CLIError(error.problems.first.map { $0.message } ?? "appending failed")
+        do {
+            if !skipInvalid, isNewLog {
+                invalid += try plan.problems(against: try Engine(store: MemoryStore()))
+                guard invalid.isEmpty else { throw CLIError(rejecting: invalid, file: file) }
             }
-            appended += result.appended.count
-            duplicates += result.duplicates
-            invalid += try located(
-                (result.skipped + result.dropped).map { problem in
-                    var shifted = problem
-                    shifted.index = problem.index.map { $0 + start }
-                    return shifted
-                }, in: plan)
-            progress.update(start + chunk.count)
-        }
-        progress.finish()
-        invalid.sort(by: ImportProblem.inFileOrder)
-
-        let warnings = Self.disagreements(plan, engine: engine)
-        let summary = Summary(
-            file: file, format: format.rawValue, appended: appended, duplicates: duplicates, invalid: invalid.count,
-            head: engine.store.head.rawValue, problems: invalid.map(Summary.Problem.init), warnings: warnings,
-            notes: plan.notes)
-        if json {
-            try Output.json(summary)
-        } else {
-            summary.printTable()
+            let engine = try global.openEngine(createIfMissing: true)
+            defer { engine.closeSayingNotes() }
+            if !skipInvalid, !isNewLog {
+                invalid += try plan.problems(against: engine)
+                guard invalid.isEmpty else { throw CLIError(rejecting: invalid, file: file) }
+            }
+            let progress = ProgressBar("import", total: plan.items.count)
+            let outcome = try plan.append(to: engine, keepingValidParts: skipInvalid) { progress.update($0) }
+            progress.finish()
+            invalid = (invalid + outcome.problems).sorted(by: ImportProblem.inFileOrder)
+            let summary = Summary(
+                file: file, format: format.rawValue, appended: outcome.appended, duplicates: outcome.duplicates,
+                invalid: invalid.count, head: engine.store.head.rawValue, problems: invalid.map(Summary.Problem.init),
+                warnings: plan.disagreements(with: engine), notes: plan.notes)
+            if json {
+                try Output.json(summary)
+            } else {
+                summary.printTable()
+            }
+        } catch let failure as ImportFailure {
+            throw CLIError(failure.description)
         }
     }
 
@@ -156,51 +137,6 @@ struct ImportCommand: ParsableCommand {
         return data.split(separator: 0x0A).contains { (try? JSONSerialization.jsonObject(with: Data($0))) != nil }
     }
 
-    /// Engine problems (indexed by event) as import problems (with the line or path the event came from).
-    private func located(_ problems: [Projections.ValidationError], in plan: ImportPlan) throws -> [ImportProblem] {
-        try problems.map { problem in
-            guard let index = problem.index, index < plan.items.count else {
-                throw CLIError(problem.message)  // A storage failure, not a bad event.
-            }
-            let item = plan.items[index]
-            return ImportProblem(line: item.line, path: item.path, code: problem.code.name, message: problem.message)
-        }
-    }
-
-    /// The export's denormalised copies compared with the engine's own answers.
-    static func disagreements(_ plan: ImportPlan, engine: Engine) -> [String] {
-        var warnings: [String] = []
-        for (room, body) in plan.expectedLastMessages.sorted(by: { $0.key < $1.key }) {
-            let expected = body.count > 80 ? String(body.prefix(80)) : body
-            guard let last = engine.room(room)?.lastMessage else {
-                warnings.append(
-                    "room \(room): the export says its last message is '\(expected)', but it has no messages")
-                continue
-            }
-            if last.preview != expected {
-                warnings.append(
-                    "room \(room): the export says its last message is '\(expected)', but the messages end with "
-                        + "'\(last.preview)' (\(last.id)); the messages are kept")
-            }
-        }
-        for (user, expected) in plan.expectedRoomsByUser.sorted(by: { $0.key < $1.key }) {
-            let actual = Set(engine.rooms(user).map(\.room))
-            let missing = expected.subtracting(actual).sorted()
-            let extra = actual.subtracting(expected).sorted()
-            if !missing.isEmpty {
-                warnings.append(
-                    "user \(user): the export lists room(s) \(missing.map(\.rawValue).joined(separator: ", ")) "
-                        + "that the messages do not make them a member of")
-            }
-            if !extra.isEmpty {
-                warnings.append(
-                    "user \(user): the export does not list room(s) \(extra.map(\.rawValue).joined(separator: ", ")) "
-                        + "that their messages make them a member of")
-            }
-        }
-        return warnings
-    }
-
     /// What an import did (`import --json`).
     struct Summary: Encodable {
         struct Problem: Encodable {
@@ -242,18 +178,6 @@ struct ImportCommand: ParsableCommand {
                 Output.error("… and \(problems.count - ImportCommand.listedProblems) more skipped")
             }
             for warning in warnings { Output.error("warning: \(warning)") }
-        }
-    }
-}
-
-extension ImportProblem {
-    /// Lines in order, then paths in order, then the rest.
-    static func inFileOrder(_ a: ImportProblem, _ b: ImportProblem) -> Bool {
-        switch (a.line, b.line) {
-        case (let x?, let y?): return x < y
-        case (.some, nil): return true
-        case (nil, .some): return false
-        case (nil, nil): return (a.path ?? "") < (b.path ?? "")
         }
     }
 }

@@ -2,6 +2,7 @@ import ArgumentParser
 import EventLog
 import Foundation
 import Projections
+import Workloads
 
 struct SimulateCommand: ParsableCommand {
     static let configuration = CommandConfiguration(

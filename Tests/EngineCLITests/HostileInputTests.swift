@@ -1,4 +1,5 @@
 import Foundation
+import ParleyTestSupport
 import Testing
 
 /// Input a careless or hostile user may hand `import` and `append`: each is refused with its line or path, or

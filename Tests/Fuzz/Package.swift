@@ -33,12 +33,18 @@ let package = Package(
         ),
         .executableTarget(
             name: "FuzzJSONLines",
-            dependencies: ["FuzzSupport", .product(name: "Projections", package: "Parley")],
+            dependencies: [
+                "FuzzSupport", .product(name: "Interchange", package: "Parley"),
+                .product(name: "Projections", package: "Parley"),
+            ],
             path: "FuzzJSONLines"
         ),
         .executableTarget(
             name: "FuzzFirebase",
-            dependencies: ["FuzzSupport", .product(name: "Projections", package: "Parley")],
+            dependencies: [
+                "FuzzSupport", .product(name: "Interchange", package: "Parley"),
+                .product(name: "Projections", package: "Parley"),
+            ],
             path: "FuzzFirebase"
         ),
     ],

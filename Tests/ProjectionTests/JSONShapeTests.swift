@@ -1,5 +1,6 @@
 import EventLog
 import Foundation
+import ParleyTestSupport
 import Testing
 
 @testable import Projections

@@ -1,4 +1,5 @@
 import EventLog
+import ParleyTestSupport
 import Testing
 
 @testable import Projections

@@ -1,5 +1,6 @@
 import EventLog
 import Foundation
+import ParleyTestSupport
 import Synchronization
 import Testing
 

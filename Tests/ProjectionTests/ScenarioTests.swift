@@ -1,13 +1,9 @@
 import EventLog
 import Foundation
+import ParleyTestSupport
 import Testing
 
 @testable import Projections
-
-func befriend(_ engine: Engine, _ a: UserID, _ b: UserID, time: Int64? = nil) async throws {
-    try await engine.requestFriend(from: a, to: b, time: time)
-    try await engine.acceptFriend(b, from: a, time: time)
-}
 
 /// One scenario per seed app, written as that app's users would act. Answers are asserted exactly.
 @Suite struct ScenarioTests {

@@ -4,24 +4,6 @@ import Testing
 
 @testable import Projections
 
-/// A fresh engine over a temporary directory; closes it and removes the directory afterwards.
-func withEngine<T>(_ body: (Engine, String) async throws -> T) async throws -> T {
-    let directory = FileManager.default.temporaryDirectory
-        .appendingPathComponent("parley-projections-\(UUID().uuidString)").path
-    defer { try? FileManager.default.removeItem(atPath: directory) }
-    let engine = try Engine.open(directory: directory, configuration: testConfiguration)
-    defer { try? engine.close() }
-    return try await body(engine, directory)
-}
-
-/// Buffered durability keeps thousands of small test appends fast; durability is the log's own test subject.
-let testConfiguration = EventLog.Configuration(batchSize: 4096, durability: .buffered(interval: .milliseconds(20)))
-
-/// 2026-11-20T09:00:00.000Z
-let baseTime: Int64 = 1_795_165_200_000
-
-func at(minutes: Int64) -> Int64 { baseTime + minutes * 60_000 }
-
 /// Expects `body` to fail with `code` and the log to stay as long as it was.
 func expectRejected(
     _ engine: Engine, _ code: ValidationError.Code, sourceLocation: SourceLocation = #_sourceLocation,

@@ -1,27 +1,9 @@
 import EventLog
 import Foundation
+import ParleyTestSupport
 import Testing
 
 @testable import Projections
-
-/// A small world every rule test starts from: ann, ben (friends), cal, dan (registered); a group room `g1`
-/// (ann, ben); a direct room ann–ben with message `m1` by ann; activity `act1` hosted by ann with ben
-/// invited; feeling `joy`.
-func withWorld(_ body: (Engine) async throws -> Void) async throws {
-    try await withEngine { engine, _ in
-        try await engine.register("ann", method: .phone, phone: "+14155550001", name: "Ann")
-        try await engine.register("ben", method: .email, email: "ben@example.com", name: "Ben")
-        try await engine.register("cal", method: .google, name: "Cal")
-        try await engine.register("dan", method: .google, name: "Dan")
-        try await befriend(engine, "ann", "ben")
-        try await engine.createGroup("g1", by: "ann", name: "Walkers", members: ["ben"])
-        try await engine.sendMessage(from: "ann", to: "ben", body: "hi", message: "m1", room: "d1")
-        try await engine.hostActivity("act1", host: "ann", kind: .party, title: "Party", startsAt: at(minutes: 100))
-        try await engine.invite(["ben"], to: "act1", by: "ann")
-        try await engine.defineFeeling("joy", name: "Joy", emoji: "😊")
-        try await body(engine)
-    }
-}
 
 @Suite struct ValidationTests {
     // MARK: Accounts

@@ -1,6 +1,7 @@
 import EventLog
 import Foundation
 import HTTPTypes
+import ParleyTestSupport
 import Projections
 import Testing
 

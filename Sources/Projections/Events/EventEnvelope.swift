@@ -155,6 +155,15 @@ extension EventEnvelope {
 
 /// Small JSON text helpers shared by the envelope and the query results.
 public enum JSONText {
+    /// `value` as JSON text: keys sorted, slashes left alone, pretty-printed unless `pretty` is false. The one JSON
+    /// writer for reports and CLI output.
+    public static func encode(_ value: some Encodable, pretty: Bool = true) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting =
+            pretty ? [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes] : [.sortedKeys, .withoutEscapingSlashes]
+        return String(decoding: try encoder.encode(value), as: UTF8.self)
+    }
+
     /// A JSON string literal for `text`.
     public static func quote(_ text: String) -> String {
         var out = "\""
@@ -175,7 +184,7 @@ public enum JSONText {
     }
 
     /// The 0-based offset of the first byte of `bytes` that does not belong to a valid UTF-8 sequence.
-    static func firstInvalidUTF8(_ bytes: some Collection<UInt8>) -> Int {
+    package static func firstInvalidUTF8(_ bytes: some Collection<UInt8>) -> Int {
         var decoder = UTF8()
         var iterator = bytes.makeIterator()
         var offset = 0

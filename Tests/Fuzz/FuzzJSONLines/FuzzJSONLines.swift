@@ -6,6 +6,7 @@
 // and import must read back). A failure traps, so libFuzzer keeps the input.
 import Foundation
 import FuzzSupport
+import Interchange
 import Projections
 
 @main enum FuzzJSONLines {

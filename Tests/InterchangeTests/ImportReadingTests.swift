@@ -2,6 +2,7 @@ import EventLog
 import Foundation
 import Testing
 
+@testable import Interchange
 @testable import Projections
 
 /// How import files are read, below the command line: times, numbers, bytes and the format guess.

@@ -7,7 +7,7 @@ import Projections
 #endif
 
 /// Everything one `parley bench` run measured; `--json` prints it as is.
-struct BenchReport: Codable {
+public struct BenchReport: Codable {
     struct Machine: Codable {
         var cores: Int
         var memoryBytes: UInt64
@@ -94,10 +94,10 @@ struct BenchReport: Codable {
         #endif
     }
 
-    func json() throws -> String { try Output.jsonText(self) }
+    public func json() throws -> String { try JSONText.encode(self) }
 
     /// The readable table.
-    func table() -> String {
+    public func table() -> String {
         var lines: [String] = []
         lines.append(
             "machine: \(machine.cores) cores, \(machine.memoryBytes >> 30) GiB, Linux \(machine.kernel)"

@@ -1,8 +1,10 @@
 import EventLog
 import Foundation
+import ParleyTestSupport
 import Testing
 
 @testable import Projections
+@testable import Workloads
 
 @Test func simulatedWeekIsValidDeterministicAndReplaysToTheSameState() async throws {
     let options = Simulator.Options(users: 150, days: 3, seed: 7, chunkSize: 500)

@@ -1,4 +1,5 @@
 import EventLog
+import Projections
 
 /// The benchmarks' chat mix: catalogue events generated from their number alone, encoded with the domain's own
 /// codecs, so that `parley bench` and the peer comparison (`Benchmarks/`) append, scan and size the same bytes

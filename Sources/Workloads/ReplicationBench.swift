@@ -6,11 +6,21 @@ import ReplicatedLog
 /// `parley bench --store nats://…`: validated commands from many senders on the local log and on a replicated
 /// stream of the given cluster, in one run, with a follower of the stream (in this process, on its own
 /// connection) folding every command, and how far behind the writer it runs.
-struct ReplicationBench {
+public struct ReplicationBench {
     let settings: BenchSettings
     let root: String
     let showsProgress: Bool
     let replicated: ReplicatedLog.Configuration
+
+    /// A run of `settings`: the local log under `root`, and a new stream of the cluster `replicated` names.
+    public init(
+        settings: BenchSettings, root: String, showsProgress: Bool, replicated: ReplicatedLog.Configuration
+    ) {
+        self.settings = settings
+        self.root = root
+        self.showsProgress = showsProgress
+        self.replicated = replicated
+    }
 
     /// One side's figures.
     struct Side: Encodable {
@@ -22,7 +32,7 @@ struct ReplicationBench {
     }
 
     /// What the run found.
-    struct Report: Encodable {
+    public struct Report: Encodable {
         var senders: Int
         var local: Side
         var replicated: Side
@@ -38,7 +48,7 @@ struct ReplicationBench {
         var replicas: Int
     }
 
-    func run() async throws -> Report {
+    public func run() async throws -> Report {
         let mix = CommandMix(senders: settings.producers)
         let perSender = max(1, settings.commands / settings.producers)
 
@@ -136,7 +146,7 @@ struct ReplicationBench {
     }
 
     /// The report as the table `parley bench --store` prints.
-    static func table(_ report: Report) -> String {
+    public static func table(_ report: Report) -> String {
         func side(_ name: String, _ side: Side) -> String {
             "\(name)  \(BenchReport.number(side.commandsPerSecond)) commands/s  p50 "
                 + "\(BenchReport.micros(side.p50Micros))  p99 \(BenchReport.micros(side.p99Micros))  "

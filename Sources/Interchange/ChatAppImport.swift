@@ -1,5 +1,6 @@
 import EventLog
 import Foundation
+import Projections
 
 /// ChatApp's Realtime Database exports → events, in both editions of the app.
 ///

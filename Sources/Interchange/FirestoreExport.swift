@@ -1,4 +1,5 @@
 import Foundation
+import Projections
 
 /// A Firestore export read into one form, whichever tool wrote it: collections of documents, each document with its
 /// fields as plain JSON values and its own sub-collections.

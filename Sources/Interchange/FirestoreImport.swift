@@ -1,5 +1,6 @@
 import EventLog
 import Foundation
+import Projections
 
 /// Firestore exports in the WagChat shape → events, from any exporter ``FirestoreExport`` reads.
 ///

@@ -1,5 +1,6 @@
 import EventLog
 import Foundation
+import Projections
 
 /// The formats `parley import` reads.
 public enum ImportFormat: String, Sendable, CaseIterable {

@@ -1,3 +1,5 @@
+import Projections
+
 /// How big each workload of `parley bench` is; the peer comparison in `Benchmarks/` reads the settings a run
 /// used from its JSON report and runs every peer at the same sizes.
 public struct BenchSettings: Codable, Sendable {

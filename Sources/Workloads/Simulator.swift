@@ -1,5 +1,6 @@
 import EventLog
 import Foundation
+import Projections
 
 /// Generates a realistic, valid week of the five seed apps and applies it through the engine's validated
 /// event entry (``Engine/apply(_:skipInvalid:)``), in chunks, so every event passes the same rules as commands.

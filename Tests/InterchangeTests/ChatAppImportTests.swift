@@ -1,7 +1,9 @@
 import EventLog
 import Foundation
+import ParleyTestSupport
 import Testing
 
+@testable import Interchange
 @testable import Projections
 
 /// ChatApp's Realtime Database exports, in both editions, as the app's code wrote them, read through

@@ -1,4 +1,5 @@
 import Foundation
+import Projections
 
 extension Loose {
     /// Why a value in an export is not a time, said so that a user can find it and fix it.

@@ -1,4 +1,5 @@
 import Foundation
+import Projections
 
 /// One object of an export (a Firestore document, a Realtime Database node) read by its field names as the apps
 /// spelled them.

@@ -1,7 +1,9 @@
 import EventLog
 import Foundation
+import ParleyTestSupport
 import Testing
 
+@testable import Interchange
 @testable import Projections
 
 /// Exports as the apps' own code wrote them and as the tools people export Firestore with saved them, read through

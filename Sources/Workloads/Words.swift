@@ -1,3 +1,5 @@
+import Projections
+
 /// The vocabulary of the simulated apps: names, places and the kind of things their users write.
 enum Words {
     static let cities: [(name: String, lat: Double, lon: Double)] = [

@@ -1,5 +1,6 @@
 import EventLog
 import Foundation
+import Projections
 
 /// The keys the benchmarks query a simulated week with (`parley bench` and the peer comparison in `Benchmarks/`
 /// draw the same sequence from the same seed, so they ask for the same rooms and users).

@@ -1,7 +1,9 @@
 import EventLog
 import Foundation
+import ParleyTestSupport
 import Testing
 
+@testable import Interchange
 @testable import Projections
 
 /// An imported invitation naming a guest who may not be invited, with `--skip-invalid` (what `parley import` passes:

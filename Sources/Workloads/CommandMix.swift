@@ -1,3 +1,5 @@
+import Projections
+
 /// The benchmarks' command world: what `parley bench` sends through the engine's commands and what the peer
 /// comparison (`Benchmarks/`) sends through each peer's transaction-per-command path, from the same description.
 ///

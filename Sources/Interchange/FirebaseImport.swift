@@ -1,5 +1,6 @@
 import EventLog
 import Foundation
+import Projections
 
 /// Firebase Realtime Database exports → events. The apps' denormalised nodes (`ChatRooms`, `UsersChatRooms`,
 /// `user-messages`) are kept aside as expectations to check after import; the engine derives its own answers.
