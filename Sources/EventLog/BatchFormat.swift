@@ -477,18 +477,7 @@ enum BatchDecoder {
 
         var isAtEnd: Bool { offset == raw.count }
 
-        @inline(__always) mutating func varint() -> UInt64? {
-            var result: UInt64 = 0
-            var shift: UInt64 = 0
-            while offset < raw.count, shift < 64 {
-                let byte = raw[offset]
-                offset += 1
-                result |= UInt64(byte & 0x7F) << shift
-                if byte < 0x80 { return result }
-                shift += 7
-            }
-            return nil
-        }
+        @inline(__always) mutating func varint() -> UInt64? { LEB128.read(raw, at: &offset, end: raw.count) }
 
         @inline(__always) mutating func take(_ count: UInt64) -> UnsafeRawBufferPointer? {
             guard count <= UInt64(raw.count - offset) else { return nil }

@@ -58,21 +58,15 @@ public struct BinaryReader: Sendable {
     }
 
     @inlinable public mutating func readVarint() throws(Truncated) -> UInt64 {
-        var result: UInt64 = 0
-        var shift: UInt64 = 0
-        while true {
-            guard offset < end, shift < 64 else { throw Truncated(offset: offset, what: "varint") }
-            let byte = bytes[offset]
-            offset += 1
-            result |= UInt64(byte & 0x7F) << shift
-            if byte < 0x80 { return result }
-            shift += 7
-        }
+        var next = offset
+        let value = bytes.withUnsafeBytes { [end] raw in LEB128.read(raw, at: &next, end: end) }
+        offset = next
+        guard let value else { throw Truncated(offset: offset, what: "varint") }
+        return value
     }
 
     public mutating func readSignedVarint() throws(Truncated) -> Int64 {
-        let raw = try readVarint()
-        return Int64(bitPattern: raw >> 1) ^ -Int64(bitPattern: raw & 1)
+        LEB128.unzigzag(try readVarint())
     }
 
     /// Reads a varint that must fit in an `Int` no larger than `limit`.

@@ -33,18 +33,11 @@ public struct BinaryWriter: Sendable {
     }
 
     /// Writes an unsigned LEB128 varint (1–10 bytes).
-    @inlinable public mutating func writeVarint(_ value: UInt64) {
-        var v = value
-        while v >= 0x80 {
-            bytes.append(UInt8(truncatingIfNeeded: v) | 0x80)
-            v >>= 7
-        }
-        bytes.append(UInt8(v))
-    }
+    @inlinable public mutating func writeVarint(_ value: UInt64) { LEB128.append(value, to: &bytes) }
 
     /// Writes a signed value as a zigzag varint.
     @inlinable public mutating func writeSignedVarint(_ value: Int64) {
-        writeVarint(UInt64(bitPattern: (value << 1) ^ (value >> 63)))
+        writeVarint(LEB128.zigzag(value))
     }
 
     /// Writes a varint length and then the UTF-8 bytes.

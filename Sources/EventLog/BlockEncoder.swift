@@ -55,13 +55,13 @@ final class BlockEncoder {
                 out.storeBytes(of: records[index].record.pointee.id.high.bigEndian, as: UInt64.self)
                 out.storeBytes(of: records[index].record.pointee.id.low.bigEndian, toByteOffset: 8, as: UInt64.self)
                 out += 16
-                out = Self.varint(UInt64(bitPattern: records[index].time &- minTime), at: out)
-                out = Self.varint(UInt64(names.intern(records[index].record.pointee.stream)), at: out)
-                out = Self.varint(records[index].streamVersion, at: out)
-                out = Self.varint(UInt64(names.intern(records[index].record.pointee.type)), at: out)
-                out = Self.varint(UInt64(names.intern(records[index].record.pointee.actor)), at: out)
+                out = LEB128.store(UInt64(bitPattern: records[index].time &- minTime), at: out)
+                out = LEB128.store(UInt64(names.intern(records[index].record.pointee.stream)), at: out)
+                out = LEB128.store(records[index].streamVersion, at: out)
+                out = LEB128.store(UInt64(names.intern(records[index].record.pointee.type)), at: out)
+                out = LEB128.store(UInt64(names.intern(records[index].record.pointee.actor)), at: out)
                 let payload = records[index].record.pointee.payload
-                out = Self.varint(UInt64(payload.count), at: out)
+                out = LEB128.store(UInt64(payload.count), at: out)
                 if let source = payload.baseAddress { out.copyMemory(from: source, byteCount: payload.count) }
                 out += payload.count
             }
@@ -74,10 +74,10 @@ final class BlockEncoder {
             block = Array(repeating: 0, count: (namesBound + recordsLength) * 5 / 4)
         }
         let blockLength = block.withUnsafeMutableBytes { block -> Int in
-            var out = Self.varint(UInt64(names.names.count), at: block.baseAddress!)
+            var out = LEB128.store(UInt64(names.names.count), at: block.baseAddress!)
             for var name in names.names {
                 out = name.withUTF8 { utf8 in
-                    let next = Self.varint(UInt64(utf8.count), at: out)
+                    let next = LEB128.store(UInt64(utf8.count), at: out)
                     if let source = utf8.baseAddress { next.copyMemory(from: source, byteCount: utf8.count) }
                     return next + utf8.count
                 }
@@ -114,20 +114,5 @@ final class BlockEncoder {
             stored: UnsafeRawBufferPointer(rebasing: destination[0..<(isCompressed ? written : blockLength)]),
             uncompressedLength: blockLength, isCompressed: isCompressed, count: records.count, minTime: minTime,
             maxTime: maxTime)
-    }
-
-    /// Writes `value` as an unsigned LEB128 varint at `out`; returns the byte after it.
-    @inline(__always) private static func varint(_ value: UInt64, at out: UnsafeMutableRawPointer)
-        -> UnsafeMutableRawPointer
-    {
-        var value = value
-        var out = out
-        while value >= 0x80 {
-            out.storeBytes(of: UInt8(truncatingIfNeeded: value) | 0x80, as: UInt8.self)
-            out += 1
-            value >>= 7
-        }
-        out.storeBytes(of: UInt8(value), as: UInt8.self)
-        return out + 1
     }
 }

@@ -1,80 +1,60 @@
-/// Appends the compact binary forms used by event payloads and snapshots: LEB128 varints, zigzag
-/// signed numbers, length-prefixed UTF-8 strings.
-struct ByteWriter {
-    var bytes: [UInt8] = []
+import EventLog
 
-    init(capacity: Int = 64) { bytes.reserveCapacity(capacity) }
+/// The writer of event payloads and snapshots: the log's own ``BinaryWriter`` (one binary codec for the log and
+/// the payloads), with the payloads' vocabulary below.
+typealias ByteWriter = BinaryWriter
 
-    mutating func byte(_ value: UInt8) { bytes.append(value) }
+extension BinaryWriter {
+    mutating func byte(_ value: UInt8) { write(value) }
 
-    mutating func bool(_ value: Bool) { bytes.append(value ? 1 : 0) }
+    mutating func bool(_ value: Bool) { write(value ? 1 : 0) }
 
-    mutating func varint(_ value: UInt64) {
-        var v = value
-        while v >= 0x80 {
-            bytes.append(UInt8(truncatingIfNeeded: v) | 0x80)
-            v >>= 7
-        }
-        bytes.append(UInt8(v))
-    }
+    mutating func varint(_ value: UInt64) { writeVarint(value) }
 
-    mutating func int(_ value: Int) { signed(Int64(value)) }
+    mutating func int(_ value: Int) { writeSignedVarint(Int64(value)) }
 
-    mutating func count(_ value: Int) { varint(UInt64(value)) }
+    mutating func count(_ value: Int) { writeVarint(UInt64(value)) }
 
-    mutating func signed(_ value: Int64) { varint(UInt64(bitPattern: (value << 1) ^ (value >> 63))) }
+    mutating func signed(_ value: Int64) { writeSignedVarint(value) }
 
-    mutating func double(_ value: Double) {
-        let bits = value.bitPattern
-        for shift in stride(from: 0, to: 64, by: 8) { bytes.append(UInt8(truncatingIfNeeded: bits >> UInt64(shift))) }
-    }
+    mutating func double(_ value: Double) { writeUInt64(value.bitPattern) }
 
-    mutating func fixed32(_ value: UInt32) {
-        for shift in stride(from: 0, to: 32, by: 8) { bytes.append(UInt8(truncatingIfNeeded: value >> UInt32(shift))) }
-    }
+    mutating func fixed32(_ value: UInt32) { writeUInt32(value) }
 
-    mutating func fixed64(_ value: UInt64) {
-        for shift in stride(from: 0, to: 64, by: 8) { bytes.append(UInt8(truncatingIfNeeded: value >> UInt64(shift))) }
-    }
+    mutating func fixed64(_ value: UInt64) { writeUInt64(value) }
 
-    mutating func string(_ value: String) {
-        var value = value
-        value.withUTF8 { utf8 in
-            varint(UInt64(utf8.count))
-            bytes.append(contentsOf: utf8)
-        }
-    }
+    mutating func string(_ value: String) { writeString(value) }
 
     mutating func optionalString(_ value: String?) {
         if let value {
-            bytes.append(1)
-            string(value)
+            write(1)
+            writeString(value)
         } else {
-            bytes.append(0)
+            write(0)
         }
     }
 
     mutating func optionalSigned(_ value: Int64?) {
         if let value {
-            bytes.append(1)
-            signed(value)
+            write(1)
+            writeSignedVarint(value)
         } else {
-            bytes.append(0)
+            write(0)
         }
     }
 
     mutating func optionalDouble(_ value: Double?) {
         if let value {
-            bytes.append(1)
+            write(1)
             double(value)
         } else {
-            bytes.append(0)
+            write(0)
         }
     }
 
     mutating func strings(_ values: [String]) {
         count(values.count)
-        for value in values { string(value) }
+        for value in values { writeString(value) }
     }
 }
 
@@ -133,20 +113,15 @@ struct ByteReader: ~Copyable {
     }
 
     @inline(__always) mutating func varint() throws(ByteReaderError) -> UInt64 {
-        var result: UInt64 = 0
-        var shift: UInt64 = 0
-        while true {
-            let b = try byte()
-            guard shift < 64 else { throw ByteReaderError(description: "varint too long at byte \(offset)") }
-            result |= UInt64(b & 0x7F) << shift
-            if b < 0x80 { return result }
-            shift += 7
+        guard let value = LEB128.read(bytes, at: &offset, end: bytes.count) else {
+            if offset >= bytes.count { throw ByteReaderError(description: "unexpected end at byte \(offset)") }
+            throw ByteReaderError(description: "varint too long at byte \(offset)")
         }
+        return value
     }
 
     @inline(__always) mutating func signed() throws(ByteReaderError) -> Int64 {
-        let raw = try varint()
-        return Int64(bitPattern: raw >> 1) ^ -Int64(bitPattern: raw & 1)
+        LEB128.unzigzag(try varint())
     }
 
     mutating func int() throws(ByteReaderError) -> Int { Int(try signed()) }
