@@ -17,7 +17,7 @@ struct EncodedBlock {
 /// Not Sendable: one thread at a time (it owns an LZ4 state and scratch buffers).
 final class BlockEncoder {
     private let compressor = LZ4Compressor()
-    private var names = NameTable()
+    private var names = Interner()
     private var recordsArea: [UInt8] = []
     private var block: [UInt8] = []
     /// One buffer per block encoded since ``reset()`` (and spares from earlier groups): a block's bytes stay
@@ -35,7 +35,7 @@ final class BlockEncoder {
     func encode(_ records: UnsafeBufferPointer<PendingRecord>) throws(EventLogError) -> EncodedBlock {
         // Work on a local table: interning through the class property paid a dynamic exclusivity check
         // (a thread-local access set) on every name.
-        var names = NameTable.placeholder
+        var names = Interner.placeholder
         swap(&names, &self.names)
         defer { swap(&names, &self.names) }
         names.removeAll()
@@ -56,10 +56,10 @@ final class BlockEncoder {
                 out.storeBytes(of: records[index].record.pointee.id.low.bigEndian, toByteOffset: 8, as: UInt64.self)
                 out += 16
                 out = LEB128.store(UInt64(bitPattern: records[index].time &- minTime), at: out)
-                out = LEB128.store(UInt64(names.intern(records[index].record.pointee.stream)), at: out)
+                out = LEB128.store(UInt64(names.intern(records[index].record.pointee.stream).index), at: out)
                 out = LEB128.store(records[index].streamVersion, at: out)
-                out = LEB128.store(UInt64(names.intern(records[index].record.pointee.type)), at: out)
-                out = LEB128.store(UInt64(names.intern(records[index].record.pointee.actor)), at: out)
+                out = LEB128.store(UInt64(names.intern(records[index].record.pointee.type).index), at: out)
+                out = LEB128.store(UInt64(names.intern(records[index].record.pointee.actor).index), at: out)
                 let payload = records[index].record.pointee.payload
                 out = LEB128.store(UInt64(payload.count), at: out)
                 if let source = payload.baseAddress { out.copyMemory(from: source, byteCount: payload.count) }

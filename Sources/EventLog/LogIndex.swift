@@ -81,14 +81,14 @@ struct LogIndex: Sendable {
 
 /// Stream name → the positions of its records in version order (version v is at index v - 1).
 struct StreamIndex: Sendable {
-    private var names = NameTable()
+    private var names = Interner()
     private var positions: [[UInt64]] = []
     /// The number of streams with at least one record.
     private(set) var count = 0
 
     /// The positions of `stream`'s records, or nil when it has none.
     subscript(stream: String) -> [UInt64]? {
-        guard let number = names.index(of: stream), !positions[number].isEmpty else { return nil }
+        guard let number = names.index(of: stream).map(Int.init), !positions[number].isEmpty else { return nil }
         return positions[number]
     }
 
@@ -109,7 +109,7 @@ struct StreamIndex: Sendable {
     /// Records `position` as the next version of `stream`; returns that version.
     @discardableResult
     mutating func append(_ position: UInt64, to stream: String) -> UInt64 {
-        let number = names.intern(stream)
+        let number = Int(names.intern(stream).index)
         if number == positions.count { positions.append([]) }
         positions[number].append(position)
         if positions[number].count == 1 { count += 1 }
@@ -127,7 +127,7 @@ struct StreamIndex: Sendable {
 
     /// Takes back the newest version of `stream` (an append that failed to reach the disk).
     mutating func removeLast(from stream: String) {
-        guard let number = names.index(of: stream), !positions[number].isEmpty else { return }
+        guard let number = names.index(of: stream).map(Int.init), !positions[number].isEmpty else { return }
         positions[number].removeLast()
         if positions[number].isEmpty { count -= 1 }
     }
