@@ -14,11 +14,13 @@ extension GlobalOptions {
 
     /// Opens the engine on a read-only open of the log (see ``openLogForReading()``): for queries, audit and
     /// replay, which change nothing and work beside a process that is writing the log. With `loadingSnapshot`
-    /// false it folds the whole log once (a replay) instead of loading the newest snapshot.
+    /// false it folds the whole log once (a replay) instead of loading the newest snapshot. It writes no
+    /// snapshot: the log is read-only.
     func openEngineForReading(loadingSnapshot: Bool = true) throws -> Engine {
         let log = try openLogForReading()
         do {
-            return Engine.keptUntilExit(try Engine(store: log, options: .init(loadsSnapshot: loadingSnapshot)))
+            let options = Engine.Options(loadsSnapshot: loadingSnapshot, snapshots: .manual)
+            return Engine.keptUntilExit(try Engine(store: log, options: options))
         } catch {
             try? log.close()
             throw CLIError(opening: error, directory: directory)

@@ -1,4 +1,5 @@
 import ArgumentParser
+import EventLog
 import Foundation
 import Projections
 
@@ -26,9 +27,25 @@ struct ReplayCommand: ParsableCommand {
         let events = engine.openReport.foldedRecords
         let elapsed = engine.openReport.foldDuration
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        // Beside a writer the log's head moves on after the fold: the head digest is the chain's at the position
+        // the state was folded to, not at the head now.
+        let (position, stateDigest) = engine.positionedStateDigest
+        var headDigest = engine.store.headDigest
+        if let log = engine.store as? EventLog {
+            let digest: String?
+            do {
+                digest = try log.chainDigest(through: position)
+            } catch {
+                throw CLIError(reading: error, directory: global.directory)
+            }
+            guard let digest else {
+                throw CLIError("the log at \(global.directory) has no batch ending at position \(position.rawValue)")
+            }
+            headDigest = digest
+        }
         let result = Result(
             events: events, seconds: seconds, eventsPerSecond: seconds > 0 ? Double(events) / seconds : 0,
-            stateDigest: engine.stateDigest, headDigest: engine.store.headDigest)
+            stateDigest: stateDigest, headDigest: headDigest)
         if json {
             try Output.json(result)
         } else {

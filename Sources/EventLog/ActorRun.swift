@@ -12,8 +12,9 @@
 final class ActorRun: Sendable {
     /// "PLAX", little-endian.
     static let magic: UInt32 = 0x5841_4C50
-    static let version: UInt16 = 1
-    static let headerSize = 64
+    /// Files of another version are not read: the writer removes them and builds them again.
+    static let version: UInt16 = 2
+    static let headerSize = 80
     /// Uncompressed bytes a chunk holds, about (a chunk ends after the record that reaches it).
     static let chunkBytes = 8 << 10
     static let prefix = "actors-"
@@ -37,17 +38,24 @@ final class ActorRun: Sendable {
 
     let first: UInt64
     let last: UInt64
-    /// The id of the record at `last`: ties the file to this log.
-    let lastID: EventID
+    /// The log's chain digest after the batch that holds `last`: it pins every record up to there, so the file
+    /// is used only while the log holds exactly the records it was made from.
+    let chainDigest: [UInt8]
     let path: String
+    /// The file's size in bytes.
+    let size: Int
     private let file: FileDescriptor
     private let chunks: [Chunk]
 
-    private init(first: UInt64, last: UInt64, lastID: EventID, path: String, file: FileDescriptor, chunks: [Chunk]) {
+    private init(
+        first: UInt64, last: UInt64, chainDigest: [UInt8], path: String, size: Int, file: FileDescriptor,
+        chunks: [Chunk]
+    ) {
         self.first = first
         self.last = last
-        self.lastID = lastID
+        self.chainDigest = chainDigest
         self.path = path
+        self.size = size
         self.file = file
         self.chunks = chunks
     }
@@ -88,35 +96,55 @@ final class ActorRun: Sendable {
 
     // MARK: Reading
 
-    /// Opens the file at `path` and checks its header and directory; nil when either is damaged or disagrees
-    /// with the name.
-    /// - Throws: `.io` when the file cannot be read at all.
-    static func open(path: String) throws(EventLogError) -> ActorRun? {
-        guard let range = range(ofFileName: String(path.split(separator: "/").last ?? "")) else { return nil }
+    /// Opens the file at `path` and checks its header and directory.
+    /// - Throws: `.corruptBatch` saying what is damaged or disagrees with the name, `.versionMismatch` for a file
+    ///   of another version, `.io` when the file cannot be read at all.
+    static func open(path: String) throws(EventLogError) -> ActorRun {
+        func damaged(_ why: String) -> EventLogError {
+            EventLogError(.corruptBatch, "actor index file \(path): \(why)")
+        }
+        guard let range = range(ofFileName: String(path.split(separator: "/").last ?? "")) else {
+            throw damaged("not an actor index file name")
+        }
         let file = try FileDescriptor.open(path, flags: O_RDONLY)
         let size = try file.size()
         let header = try file.read(at: 0, count: headerSize)
-        var crcReader = BinaryReader(header, offset: 60)
-        guard header.count == headerSize, CRC32C.checksum(Array(header[0..<60])) == (try? crcReader.readUInt32())
-        else { return nil }
         var reader = BinaryReader(header)
-        guard (try? reader.readUInt32()) == magic, (try? reader.readUInt16()) == version,
-            (try? reader.readUInt16()) != nil, let first = try? reader.readUInt64(),
-            let last = try? reader.readUInt64(), first == range.first, last == range.last,
-            let high = try? reader.readUInt64(), let low = try? reader.readUInt64(),
+        guard header.count >= 6, (try? reader.readUInt32()) == magic, let version = try? reader.readUInt16() else {
+            throw damaged("no actor index header (\(size) bytes)")
+        }
+        guard version == Self.version else {
+            throw EventLogError(
+                .versionMismatch, "actor index file \(path): version \(version), this build reads \(Self.version)")
+        }
+        var crcReader = BinaryReader(header, offset: headerSize - 4)
+        guard header.count == headerSize,
+            CRC32C.checksum(Array(header[0..<(headerSize - 4)])) == (try? crcReader.readUInt32())
+        else { throw damaged("header CRC mismatch") }
+        guard (try? reader.readUInt16()) != nil, let first = try? reader.readUInt64(),
+            let last = try? reader.readUInt64(), let digest = try? reader.readBytes(BatchFormat.digestSize),
             let directoryOffset = try? reader.readUInt64(), let directoryLength = try? reader.readUInt32(),
-            let chunkCount = try? reader.readUInt32(), let directoryCRC = try? reader.readUInt32(),
-            directoryOffset >= UInt64(headerSize), directoryOffset + UInt64(directoryLength) == UInt64(size)
-        else { return nil }
+            let chunkCount = try? reader.readUInt32(), let directoryCRC = try? reader.readUInt32()
+        else { throw damaged("header too short") }
+        guard first == range.first, last == range.last else {
+            throw damaged("its header says positions \(first)–\(last)")
+        }
+        guard directoryOffset >= UInt64(headerSize), directoryOffset + UInt64(directoryLength) == UInt64(size) else {
+            throw damaged(
+                "directory at \(directoryOffset) (\(directoryLength) bytes) does not end the \(size)-byte file")
+        }
         let directory = try file.read(at: Int(directoryOffset), count: Int(directoryLength))
-        guard directory.count == Int(directoryLength), CRC32C.checksum(directory) == directoryCRC else { return nil }
+        guard directory.count == Int(directoryLength), CRC32C.checksum(directory) == directoryCRC else {
+            throw damaged("directory CRC mismatch")
+        }
         var entries = BinaryReader(directory)
         var chunks: [Chunk] = []
         chunks.reserveCapacity(Int(min(chunkCount, directoryLength)))
         var records: UInt64 = 0
-        do {
-            for _ in 0..<chunkCount {
-                let chunk = Chunk(
+        for number in 0..<chunkCount {
+            let chunk: Chunk
+            do {
+                chunk = Chunk(
                     firstActor: try entries.readString(), lastActor: try entries.readString(),
                     offset: try entries.readCount(limit: Int(directoryOffset)),
                     positionsLength: try entries.readCount(limit: Int(directoryOffset)),
@@ -124,20 +152,22 @@ final class ActorRun: Sendable {
                     uncompressedLength: try entries.readCount(limit: EventLog.maximumBatchSize),
                     count: try entries.readCount(), minTime: try entries.readSignedVarint(),
                     isCompressed: try entries.readByte() == 1, crc: try entries.readUInt32())
-                guard chunk.count > 0, chunk.offset >= headerSize,
-                    chunk.offset + chunk.positionsLength + chunk.storedLength <= Int(directoryOffset),
-                    !precedes(chunk.lastActor, chunk.firstActor),
-                    chunks.last.map({ !precedes(chunk.firstActor, $0.lastActor) }) ?? true
-                else { return nil }
-                records += UInt64(chunk.count)
-                chunks.append(chunk)
+            } catch {
+                throw damaged("directory entry \(number) is malformed")
             }
-        } catch {
-            return nil
+            guard chunk.count > 0, chunk.offset >= headerSize,
+                chunk.offset + chunk.positionsLength + chunk.storedLength <= Int(directoryOffset),
+                !precedes(chunk.lastActor, chunk.firstActor),
+                chunks.last.map({ !precedes(chunk.firstActor, $0.lastActor) }) ?? true
+            else { throw damaged("directory entry \(number) is out of bounds or out of order") }
+            records += UInt64(chunk.count)
+            chunks.append(chunk)
         }
-        guard entries.isAtEnd, records == last - first + 1 else { return nil }
+        guard entries.isAtEnd, records == last - first + 1 else {
+            throw damaged("its chunks hold \(records) records, its range \(last - first + 1)")
+        }
         return ActorRun(
-            first: first, last: last, lastID: EventID(high: high, low: low), path: path, file: file, chunks: chunks)
+            first: first, last: last, chainDigest: digest, path: path, size: size, file: file, chunks: chunks)
     }
 
     /// The chunks that may hold records of `actor`.
@@ -221,14 +251,14 @@ final class ActorRun: Sendable {
     /// `fill` hands every record of the range to the writer, grouped by actor, each actor's in position order.
     /// - Throws: `.io` or `.noSpace` from the file system, or what `fill` throws (nothing is left behind).
     static func write(
-        directory: String, first: UInt64, last: UInt64, lastID: EventID,
+        directory: String, first: UInt64, last: UInt64, chainDigest: [UInt8],
         _ fill: (inout ActorRunWriter) throws(EventLogError) -> Void
     ) throws(EventLogError) -> String {
         let path = directory + "/" + fileName(first: first, last: last)
         try FileSystem.writeAtomically(to: path, directory: directory) { (file: FileDescriptor) throws(EventLogError) in
             var writer = ActorRunWriter(file: file)
             try fill(&writer)
-            try writer.finish(first: first, last: last, lastID: lastID)
+            try writer.finish(first: first, last: last, chainDigest: chainDigest)
         }
         return path
     }
@@ -297,12 +327,16 @@ struct ActorRunWriter: ~Copyable {
     }
 
     /// Writes the last chunk, the directory and the header.
-    /// - Throws: `.io` or `.noSpace`, or `.corruptBatch` when the records handed in do not cover first…last.
-    mutating func finish(first: UInt64, last: UInt64, lastID: EventID) throws(EventLogError) {
+    /// - Throws: `.io` or `.noSpace`, or `.corruptBatch` when the records handed in do not cover first…last or
+    ///   `chainDigest` is not a digest.
+    mutating func finish(first: UInt64, last: UInt64, chainDigest: [UInt8]) throws(EventLogError) {
         try flush()
         guard written == last - first + 1 else {
             throw EventLogError(
                 .corruptBatch, "the actor index for positions \(first)–\(last) got \(written) records")
+        }
+        guard chainDigest.count == BatchFormat.digestSize else {
+            throw EventLogError(.corruptBatch, "the actor index for positions \(first)–\(last) got no chain digest")
         }
         var directory = BinaryWriter(capacity: chunks.count * 48)
         for chunk in chunks {
@@ -324,8 +358,7 @@ struct ActorRunWriter: ~Copyable {
         header.writeUInt16(0)
         header.writeUInt64(first)
         header.writeUInt64(last)
-        header.writeUInt64(lastID.high)
-        header.writeUInt64(lastID.low)
+        header.write(bytes: chainDigest)
         header.writeUInt64(UInt64(offset))
         header.writeUInt32(UInt32(directory.bytes.count))
         header.writeUInt32(UInt32(chunks.count))

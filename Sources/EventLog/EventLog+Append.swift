@@ -608,6 +608,7 @@ extension EventLog {
         // A failed write here only delays other processes' readers: it never fails the append.
         if advanced { try? headFile?.write(HeadFile.encode(position: position, digest: digest), at: 0) }
         notifier.notify()
+        actorIndex.committed(through: position)
     }
 
     /// After a failed sync the kernel may have dropped dirty pages: take no more writes until reopened.

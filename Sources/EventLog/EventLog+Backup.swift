@@ -35,6 +35,21 @@ extension EventLog {
         return bytes.withUnsafeBytes { BatchHeader.parse($0, at: 0) }?.digest.hexString
     }
 
+    /// The hash-chain digest after the committed batch that holds `position`: it pins every record up to that
+    /// batch's end, ids and order included. Nil when no committed batch holds it.
+    /// - Throws: `.io` when the batch header cannot be read.
+    func chainDigest(ofBatchHolding position: UInt64) throws(EventLogError) -> [UInt8]? {
+        guard position >= 1, position <= committedPosition else { return nil }
+        let location = state.withLock { index -> (FileDescriptor, Int)? in
+            guard let number = index.batchIndex(holding: position) else { return nil }
+            let batch = index.batches[number]
+            return (index.segments[Int(batch.segment)].file, Int(batch.offset))
+        }
+        guard let (file, offset) = location else { return nil }
+        let bytes = try file.read(at: offset, count: BatchFormat.headerSize)
+        return bytes.withUnsafeBytes { BatchHeader.parse($0, at: 0) }?.digest
+    }
+
     /// Copies the committed prefix of the log — sealed segments whole, the tail segment up to the committed
     /// head — into `destination`, a directory that must not exist yet, and verifies the copy.
     ///

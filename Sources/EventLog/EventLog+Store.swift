@@ -34,27 +34,24 @@ extension EventLog: EventStore {
         }.sorted(by: >)
     }
 
-    /// The snapshot file's bytes, or nil when it is missing or unreadable.
-    public func readSnapshot(at position: Position) -> [UInt8]? {
-        (try? FileSystem.read(directory + "/" + EventLog.snapshotFileName(position))) ?? nil
-    }
-
-    /// The snapshot file's bytes, mapped, handed to `body`; nil when it is missing or cannot be mapped.
-    public func withSnapshot<T, E: Error>(
-        at position: Position, _ body: (UnsafeRawBufferPointer) throws(E) -> T
-    ) throws(E) -> T? {
-        guard let mapped = (try? FileSystem.map(directory + "/" + EventLog.snapshotFileName(position))) ?? nil else {
-            return nil
-        }
-        return try mapped.withBytes(body)
+    /// The snapshot file's bytes, read with `pread` into one buffer of its size; nil when it is missing. Read,
+    /// not mapped: an I/O error on a mapped file is a SIGBUS, which kills the process, where a snapshot that
+    /// cannot be read must only be skipped.
+    /// - Throws: `.io` naming the file and errno when it is there but cannot be read.
+    public func readSnapshot(at position: Position) throws(EventLogError) -> [UInt8]? {
+        try FileSystem.read(directory + "/" + EventLog.snapshotFileName(position))
     }
 
     /// Writes the snapshot file durably (temporary file, fsync, rename, directory fsync), then removes all but
-    /// the newest `keep`.
-    /// - Throws: `.noSpace` or `.io` with errno when a step fails; the temporary file is removed then.
+    /// the newest `keep`. Nothing is written unless the disk keeps a segment's worth free after it (at least 64
+    /// MiB), for the log's appends.
+    /// - Throws: `.noSpace` when the disk is too full for it (nothing written) or fills, `.io` with errno when a
+    ///   step fails; the temporary file is removed then.
     public func writeSnapshot(_ bytes: [UInt8], at position: Position, keep: Int) throws(EventLogError) {
         if readOnly != nil { throw EventLogError(.readOnly, "the log at \(directory) is open read-only") }
         let path = directory + "/" + EventLog.snapshotFileName(position)
+        try FileSystem.requireFreeSpace(
+            bytes.count, keeping: configuration.derivedFileReserve, in: directory, for: path)
         do {
             try FileSystem.writeAtomically(bytes, to: path, directory: directory)
         } catch {
@@ -64,5 +61,15 @@ extension EventLog: EventStore {
         for old in snapshotPositions().dropFirst(max(keep, 1)) {
             try? FileSystem.remove(directory + "/" + EventLog.snapshotFileName(old))
         }
+    }
+}
+
+extension EventLog {
+    /// What the log noted in the background: actor index files it could not write or found damaged.
+    public var notes: [String] { actorIndex.notes }
+
+    /// Whether `name` is the temporary file of a snapshot write that a crash interrupted.
+    static func isSnapshotLeftover(_ name: String) -> Bool {
+        name.hasPrefix(snapshotPrefix) && name.hasSuffix(snapshotSuffix + ".tmp")
     }
 }

@@ -44,6 +44,10 @@ public final class EventLog: @unchecked Sendable {
             self.actorIndexRunSize = actorIndexRunSize
         }
 
+        /// Free bytes a derived file (a snapshot, an actor index file) must leave on the disk: a segment's worth,
+        /// and at least 64 MiB, so that a cache never takes the room the log needs for its appends.
+        var derivedFileReserve: Int { max(64 << 20, segmentSize) }
+
         func validate() throws(EventLogError) {
             guard segmentSize >= 4096 else {
                 throw EventLogError(.invalidConfiguration, "segment size \(segmentSize) is below the 4096-byte minimum")
@@ -118,7 +122,8 @@ public final class EventLog: @unchecked Sendable {
         self.state = IndexLock(index)
         self.committed = PlainMutex(CommittedHead(position: index.committed, digest: index.committedDigest))
         self.writer = writer
-        self.actorIndex = ActorIndex(directory: directory, runSize: configuration.actorIndexRunSize)
+        self.actorIndex = ActorIndex(
+            directory: directory, runSize: configuration.actorIndexRunSize, reserve: configuration.derivedFileReserve)
     }
 
     /// Opens (or creates) the log in `directory`, recovering it if it was not closed cleanly.
@@ -221,9 +226,16 @@ public final class EventLog: @unchecked Sendable {
         let writer = try WriterState.prepare(directory: directory, index: &index)
         let headFile = try FileDescriptor.open(directory + "/" + HeadFile.name, flags: O_RDWR | O_CREAT)
         try headFile.write(HeadFile.encode(position: index.committed, digest: index.committedDigest), at: 0)
+        // A snapshot write that a crash interrupted leaves its temporary file, as large as a snapshot.
+        for name in names where EventLog.isSnapshotLeftover(name) {
+            guard (try? FileSystem.remove(directory + "/" + name)) != nil else { continue }
+            report.notes.append("removed \(name), left by a snapshot write that did not finish")
+        }
         let log = EventLog(
             directory: directory, configuration: configuration, report: report, lockFile: lockFile, index: index,
             writer: writer, headFile: headFile)
+        // The actor index is checked against the log before the first append or query can use it.
+        log.actorIndex.open(log: log, names: names)
         log.startThreads()
         log.actorIndex.startBuilding(log: log)
         return log

@@ -77,30 +77,23 @@ public protocol EventStore: AnyObject, Sendable {
     /// Positions of the snapshots kept, newest first.
     func snapshotPositions() -> [Position]
 
-    /// The bytes of the snapshot at `position`, or nil when it is missing or unreadable.
-    func readSnapshot(at position: Position) -> [UInt8]?
-
-    /// Calls `body` with the bytes of the snapshot at `position`, valid only during the call, or returns nil
-    /// when it is missing or unreadable (the local log maps the file rather than copying it).
-    /// - Throws: what `body` throws.
-    func withSnapshot<T, E: Error>(at position: Position, _ body: (UnsafeRawBufferPointer) throws(E) -> T) throws(E)
-        -> T?
+    /// The bytes of the snapshot at `position`, or nil when it is missing.
+    /// - Throws: a storage error (`.io` with errno) when it is there but cannot be read.
+    func readSnapshot(at position: Position) throws(EventLogError) -> [UInt8]?
 
     /// Stores snapshot bytes for `position` durably, keeping only the newest `keep` snapshots.
     /// - Throws: a storage error (`.noSpace`, `.io`) when they cannot be written; nothing half-written is
     ///   ever taken for a snapshot.
     func writeSnapshot(_ bytes: [UInt8], at position: Position, keep: Int) throws(EventLogError)
+
+    /// What the store noted in the background, oldest first, one line per distinct failure: derived data it could
+    /// not keep up (the local log's actor index), naming the file and why. Nothing noted failed an append.
+    var notes: [String] { get }
 }
 
 extension EventStore {
-    /// ``readSnapshot(at:)``, handed to `body`.
-    public func withSnapshot<T, E: Error>(
-        at position: Position, _ body: (UnsafeRawBufferPointer) throws(E) -> T
-    ) throws(E) -> T? {
-        guard let bytes = readSnapshot(at: position) else { return nil }
-        let result: Result<T, E> = bytes.withUnsafeBytes { raw in Result { () throws(E) -> T in try body(raw) } }
-        return try result.get()
-    }
+    /// Nothing: a store without derived data of its own has nothing to note.
+    public var notes: [String] { [] }
 
     /// ``records(at:)``: a store without an index by actor reads the positions one by one.
     public func records(at positions: [Position], ofActor actor: String) throws(EventLogError) -> [Record] {

@@ -15,9 +15,13 @@ import Synchronization
 package enum SystemCallFaults {
     /// The calls a fault can hit.
     package enum Call: Sendable {
-        case open, write, syncData, syncAll
+        case open, read, write, syncData, syncAll
         /// `pwrite` writes at most half of what it was asked (the write loop must go on).
         case shortWrite
+        /// `statvfs` fails with the errno, or with errno 0 reports a full disk (no bytes free).
+        case freeSpace
+        /// `opendir` (listing a directory) fails with the errno.
+        case list
     }
 
     struct Fault {
@@ -99,7 +103,9 @@ final class FileDescriptor: @unchecked Sendable {
         let bytes = [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
             var done = 0
             while done < count {
-                let n = pread(rawValue, buffer.baseAddress! + done, count - done, off_t(offset + done))
+                let n =
+                    SystemCallFaults.failing(.read, path)
+                    ? -1 : pread(rawValue, buffer.baseAddress! + done, count - done, off_t(offset + done))
                 if n < 0 {
                     if errno == EINTR { continue }
                     failed = true
@@ -179,7 +185,9 @@ enum FileSystem {
     }
 
     static func list(_ path: String) throws(EventLogError) -> [String] {
-        guard let dir = opendir(path) else { throw EventLogError.system("list \(path)") }
+        guard let dir = SystemCallFaults.failing(.list, path) ? nil : opendir(path) else {
+            throw EventLogError.system("list \(path)")
+        }
         defer { closedir(dir) }
         var names: [String] = []
         while let entry = readdir(dir) {
@@ -267,41 +275,41 @@ enum FileSystem {
         return try fd.read(at: 0, count: fd.size())
     }
 
-    /// Maps a whole file read-only (its pages mapped at once); nil when there is none.
-    /// - Throws: `.io` with errno when it is there but cannot be opened or mapped.
-    static func map(_ path: String) throws(EventLogError) -> MappedFile? {
-        let fd: FileDescriptor
-        do {
-            fd = try FileDescriptor.open(path, flags: O_RDONLY)
-        } catch  where error.errno == ENOENT || error.errno == ENOTDIR {
-            return nil
+    /// The bytes free to an unprivileged writer on the file system holding `path`.
+    /// - Throws: `.io` with errno when the file system cannot say.
+    static func freeSpace(_ path: String) throws(EventLogError) -> Int {
+        if let fault = SystemCallFaults.fault(.freeSpace, path) {
+            guard fault.errno != 0 else { return 0 }
+            errno = fault.errno
+            throw EventLogError.system("statvfs \(path)")
         }
-        let size = try fd.size()
-        guard size > 0 else { return MappedFile(base: nil, size: 0) }
-        let base = mmap(nil, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd.rawValue, 0)
-        guard let base, base != MAP_FAILED else { throw EventLogError.system("map \(path)") }
-        return MappedFile(base: base, size: size)
-    }
-}
-
-/// A whole file mapped read-only: reading a large file this way costs neither a copy nor fresh memory (a
-/// snapshot of the simulated week is 100 MB). Unmapped when it goes.
-///
-/// Not Sendable: one caller reads it and lets it go.
-final class MappedFile {
-    private let base: UnsafeMutableRawPointer?
-    private let size: Int
-
-    fileprivate init(base: UnsafeMutableRawPointer?, size: Int) {
-        self.base = base
-        self.size = size
+        var info = statvfs()
+        guard statvfs(path, &info) == 0 else { throw EventLogError.system("statvfs \(path)") }
+        let (bytes, overflow) = UInt64(info.f_bavail).multipliedReportingOverflow(by: UInt64(info.f_frsize))
+        return overflow || bytes > UInt64(Int.max) ? Int.max : Int(bytes)
     }
 
-    deinit { if let base { munmap(base, size) } }
+    /// Checks, before a derived file (a snapshot, an actor index file) of about `bytes` is written to `path` in
+    /// `directory`, that the disk keeps `reserve` bytes free after it: derived data must never take the room
+    /// the log needs for its appends.
+    /// - Throws: `.noSpace` naming the file, the bytes it needs and those free; `.io` when the free space cannot
+    ///   be read (nothing is written then either).
+    static func requireFreeSpace(_ bytes: Int, keeping reserve: Int, in directory: String, for path: String)
+        throws(EventLogError)
+    {
+        let free = try freeSpace(directory)
+        guard free >= bytes, free - bytes >= reserve else {
+            throw EventLogError(
+                .noSpace,
+                "not writing \(path): it needs about \(megabytes(bytes)) and \(megabytes(reserve)) must stay free for "
+                    + "the log's appends, but only \(megabytes(free)) are free; free space on that disk")
+        }
+    }
 
-    /// Runs `body` with the file's bytes, valid only during the call.
-    func withBytes<T, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> T) throws(E) -> T {
-        try body(UnsafeRawBufferPointer(start: base, count: size))
+    /// `bytes` in MB with one decimal, for messages.
+    private static func megabytes(_ bytes: Int) -> String {
+        let tenths = bytes / 100_000
+        return "\(tenths / 10).\(tenths % 10) MB"
     }
 }
 

@@ -20,10 +20,21 @@ import Testing
         }
     }
 
-    static func expectAuditsAgree(_ engine: Engine, sourceLocation: SourceLocation = #_sourceLocation) throws {
+    /// Every actor's audit against a scan; and the actor index, not the segments, gave every record of theirs up
+    /// to `covered`.
+    static func expectAuditsAgree(
+        _ engine: Engine, covered: UInt64, sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
+        let log = try #require(engine.store as? EventLog, sourceLocation: sourceLocation)
+        #expect(log.actorIndex.covered == covered, sourceLocation: sourceLocation)
         for actor in (0..<12).map({ "u\($0)" }) + ["system", "nobody"] {
             let expected = try scanned(engine, actor: actor)
+            let served = log.actorIndex.servedRecords.load(ordering: .relaxed)
             #expect(try engine.audit(actor: actor, limit: .max) == expected, "\(actor)", sourceLocation: sourceLocation)
+            #expect(
+                log.actorIndex.servedRecords.load(ordering: .relaxed) - served
+                    == expected.filter { $0.position.rawValue <= covered }.count,
+                "\(actor): records from the index", sourceLocation: sourceLocation)
             // With more filters the index answers the matching part.
             let messages = expected.filter { $0.type == "MessageSent" }
             #expect(
@@ -48,17 +59,17 @@ import Testing
             covered = engine.position.rawValue / 32 * 32
             #expect(covered >= 256)
             #expect(log.actorIndex.waitUntilCovered(covered))
-            try Self.expectAuditsAgree(engine)
+            try Self.expectAuditsAgree(engine, covered: covered)
         }
         do {
             let engine = try Engine.open(directory: directory, configuration: Self.configuration)
             defer { try? engine.close() }
-            try Self.expectAuditsAgree(engine)
+            try Self.expectAuditsAgree(engine, covered: covered)
         }
         let log = try EventLog.openReadOnly(directory: directory)
         let reader = try Engine(store: log)
         defer { try? reader.close() }
-        try Self.expectAuditsAgree(reader)
-        #expect(log.actorIndex.covered == covered)
+        _ = try reader.audit(actor: "u0", limit: 1)  // a reader looks for the files at its first audit
+        try Self.expectAuditsAgree(reader, covered: covered)
     }
 }

@@ -209,8 +209,8 @@ public enum StoreConformance {
             try store.writeSnapshot(Array("state at \(position)".utf8), at: Position(position), keep: 2)
         }
         #expect(store.snapshotPositions() == [Position(30), Position(20)])
-        #expect(store.readSnapshot(at: Position(20)) == Array("state at 20".utf8))
-        #expect(store.readSnapshot(at: Position(10)) == nil)
+        #expect(try store.readSnapshot(at: Position(20)) == Array("state at 20".utf8))
+        #expect(try store.readSnapshot(at: Position(10)) == nil)
     }
 
     static func afterCloseAppendsFailWithClosed(_ store: any EventStore) async throws {

@@ -53,10 +53,11 @@ public final class Engine: Sendable {
 
     /// Starts an engine on `store`: loads the newest valid snapshot and folds the records after it (or, when
     /// `options` say so, folds every record from position 1).
-    /// The engine becomes the store's only writer; ``close()`` closes the store. Snapshots are written only
-    /// when asked unless `options` say otherwise.
+    /// The engine becomes the store's only writer; ``close()`` closes the store. Without `options` it writes
+    /// snapshots only when asked (``SnapshotPolicy/manual``: the store may be read-only, or another node's);
+    /// `options` say otherwise, and their default is ``SnapshotPolicy/automatic``.
     /// - Throws: ``ValidationError/Code/storage`` (with the store's error) when the store cannot be read.
-    public init(store: any EventStore, options: Options = Options()) throws(ValidationError) {
+    public init(store: any EventStore, options: Options = Options(snapshots: .manual)) throws(ValidationError) {
         var report = OpenReport()
         var state = ProjectionState()
         var newestSnapshot: UInt64 = 0
@@ -85,13 +86,13 @@ public final class Engine: Sendable {
     }
 
     /// Opens the local log in `directory` (creating it if needed) and starts an engine on it, which writes
-    /// snapshots by itself (``SnapshotPolicy/automatic``) unless `options` say otherwise.
+    /// snapshots by itself (``SnapshotPolicy/automatic``, the default of ``Options``) unless `options` say
+    /// otherwise.
     ///
     /// - Throws: ``ValidationError/Code/storage`` whose ``ValidationError/storageError`` says why (`.locked`,
     ///   `.corruptBatch`, `.notALog`, `.noSpace`, …).
     public static func open(
-        directory: String, configuration: EventLog.Configuration = .init(),
-        options: Options = Options(snapshots: .automatic)
+        directory: String, configuration: EventLog.Configuration = .init(), options: Options = Options()
     ) throws(ValidationError) -> Engine {
         let log: EventLog
         do {
@@ -176,9 +177,15 @@ public final class Engine: Sendable {
     /// passes): equal states give equal digests, so live, replayed and snapshot + tail states can be compared.
     public var stateDigest: String { durable.read { $0.digest() } }
 
-    /// What the engine noted in the background, oldest first: snapshots it could not write. Nothing noted here
-    /// failed a command; a snapshot is only a cache.
-    public var notes: [String] { snapshots.notes }
+    /// ``stateDigest`` and the position of the state it digests, read together (a follower may fold on).
+    public var positionedStateDigest: (position: Position, digest: String) {
+        durable.read { (Position($0.position), $0.digest()) }
+    }
+
+    /// What the engine and its store noted in the background, oldest first, one line per kind of failure:
+    /// snapshots it could not write, and the store's derived data it could not keep up (the local log's actor
+    /// index). Nothing noted here failed a command; both are only caches.
+    public var notes: [String] { snapshots.notes + store.notes }
 
     /// Runs `body` on the durable state (shared with other queries, never with the sequencer).
     func read<T>(_ body: (borrowing ProjectionState) throws(ValidationError) -> T) throws(ValidationError) -> T {

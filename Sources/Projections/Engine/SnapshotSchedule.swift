@@ -11,15 +11,19 @@ extension Engine {
         /// When the engine writes snapshots by itself.
         public var snapshots: SnapshotPolicy
 
-        /// Makes a value from its fields.
-        public init(loadsSnapshot: Bool = true, snapshots: SnapshotPolicy = .manual) {
+        /// Makes a value from its fields. By default the engine writes snapshots by itself
+        /// (``SnapshotPolicy/automatic``), as the writer of a local log should: an engine on a read-only store,
+        /// or one that keeps its snapshots elsewhere, passes ``SnapshotPolicy/manual``.
+        public init(loadsSnapshot: Bool = true, snapshots: SnapshotPolicy = .automatic) {
             self.loadsSnapshot = loadsSnapshot
             self.snapshots = snapshots
         }
     }
 
     /// When an engine writes snapshots by itself. Snapshots are a cache: one that cannot be written is a note in
-    /// ``Engine/notes``, never an error for a command or for ``Engine/close()``.
+    /// ``Engine/notes``, never an error for a command or for ``Engine/close()``. After a background snapshot
+    /// failed, the next is tried only once the events since the newest snapshot have doubled, and the local log
+    /// writes none that would leave less than a segment's worth (at least 64 MiB) free on its disk.
     public struct SnapshotPolicy: Sendable, Hashable {
         /// Write one in the background, off the command path, once the durable state has folded this many events
         /// past the newest snapshot, and at least as many as that snapshot holds (nil for never): snapshots at
@@ -68,7 +72,11 @@ final class SnapshotSchedule: Sendable {
         var newest: UInt64
         var isScheduled = false
         var isClosed = false
-        var notes: [String] = []
+        /// After a background snapshot failed, none is tried before this position.
+        var retryAt: UInt64 = 0
+        /// Background snapshots that failed.
+        var failures = 0
+        var notes = BackgroundNotes()
     }
 
     init(policy: Engine.SnapshotPolicy, newest: UInt64) {
@@ -82,17 +90,43 @@ final class SnapshotSchedule: Sendable {
     /// A snapshot at `position` was written.
     func wrote(_ position: UInt64) { state.withLock { $0.newest = max($0.newest, position) } }
 
-    /// Keeps `note` for ``Engine/notes``.
-    func note(_ note: String) { state.withLock { $0.notes.append(note) } }
+    /// Keeps a note for ``Engine/notes`` that a snapshot was not written `doing` something: one line per kind
+    /// of failure (see ``BackgroundNotes``).
+    func note(_ error: ValidationError, doing: String) {
+        state.withLock { $0.notes.add("no snapshot written \(doing): \(error.message)", key: Self.key(doing, error)) }
+    }
 
-    var notes: [String] { state.withLock { $0.notes } }
+    /// A background snapshot at durable position `position` failed: notes why, and tries none before the events
+    /// since the newest snapshot have doubled (and at least ``Engine/SnapshotPolicy/everyEvents`` more came), so
+    /// that a full disk costs one try per doubling, not one per fold.
+    func failed(at position: UInt64, _ error: ValidationError) {
+        state.withLock { state in
+            state.failures += 1
+            state.retryAt = position + max(position - min(position, state.newest), policy.everyEvents ?? 0)
+            state.notes.add(
+                "no snapshot written in the background at position \(position): \(error.message); the next try is "
+                    + "at position \(state.retryAt) or later",
+                key: Self.key("in the background", error))
+        }
+    }
+
+    private static func key(_ doing: String, _ error: ValidationError) -> String {
+        error.storageError.map { BackgroundNotes.key(doing, $0) } ?? "\(doing) \(error.code)"
+    }
+
+    var notes: [String] { state.withLock { $0.notes.lines } }
+
+    /// Background snapshots that failed.
+    var failures: Int { state.withLock { $0.failures } }
 
     /// Runs `work` on the background queue when a snapshot is due at durable position `position` and none is
     /// queued or running; returns at once.
     func scheduleIfDue(at position: UInt64, _ work: @escaping @Sendable () -> Void) {
         guard let every = policy.everyEvents else { return }
         let isDue = state.withLock { state -> Bool in
-            guard !state.isScheduled, !state.isClosed, position >= state.newest + max(every, state.newest) else {
+            guard !state.isScheduled, !state.isClosed, position >= state.retryAt,
+                position >= state.newest + max(every, state.newest)
+            else {
                 return false
             }
             state.isScheduled = true

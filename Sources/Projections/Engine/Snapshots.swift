@@ -78,17 +78,23 @@ enum Snapshots {
     /// The newest snapshot that can be trusted, or nil; `ignored` collects why others were skipped.
     static func loadNewest(store: any EventStore, ignored: inout [String]) -> ProjectionState? {
         for position in store.snapshotPositions() {
-            do throws(ByteReaderError) {
-                let state = try store.withSnapshot(at: position) { (bytes) throws(ByteReaderError) in
-                    try decode(bytes, store: store)
-                }
-                guard let state else {
-                    ignored.append("snapshot at \(position): unreadable")
-                    continue
-                }
-                return state
+            let bytes: [UInt8]?
+            do throws(EventLogError) {
+                bytes = try store.readSnapshot(at: position)
             } catch {
-                ignored.append("snapshot at \(position): \(error.description)")
+                ignored.append("snapshot at \(position): unreadable: \(error.message)")
+                continue
+            }
+            guard let bytes else {
+                ignored.append("snapshot at \(position): removed while the engine opened")
+                continue
+            }
+            let decoded: Result<ProjectionState, ByteReaderError> = bytes.withUnsafeBytes { raw in
+                Result { () throws(ByteReaderError) in try decode(raw, store: store) }
+            }
+            switch decoded {
+            case .success(let state): return state
+            case .failure(let error): ignored.append("snapshot at \(position): \(error.description)")
             }
         }
         return nil
@@ -135,11 +141,12 @@ extension Engine {
 
     /// Queues a snapshot on the background queue when the policy says one is due; returns at once.
     func snapshotIfDue() {
-        snapshots.scheduleIfDue(at: durablePosition.load(ordering: .acquiring)) { [self] in
+        let position = durablePosition.load(ordering: .acquiring)
+        snapshots.scheduleIfDue(at: position) { [self] in
             do throws(ValidationError) {
                 try writeSnapshot()
             } catch {
-                snapshots.note("no snapshot written in the background: \(error.message)")
+                snapshots.failed(at: position, error)
             }
         }
     }
@@ -155,7 +162,7 @@ extension Engine {
         do throws(ValidationError) {
             try writeSnapshot()
         } catch {
-            snapshots.note("no snapshot written on close: \(error.message)")
+            snapshots.note(error, doing: "on close")
         }
     }
 }
