@@ -132,6 +132,10 @@ func applyInChunks(_ engine: Engine, _ events: [EventEnvelope]) throws {
     }
 }
 
+/// The benchmarks write their snapshot themselves (the one 10,000 events before the head): an engine that wrote
+/// its own on close or in the background would change what `open-snapshot-plus-10k-tail` opens.
+let manualSnapshots = Engine.Options(snapshots: .manual)
+
 /// The data directory: built once, then reused (see the top of the file).
 let dataDirectory: String = {
     let directory = NSTemporaryDirectory() + "parley-projection-bench-v2-\(totalEvents)"
@@ -142,7 +146,7 @@ let dataDirectory: String = {
     let building = directory + ".building-\(getpid())"
     try? FileManager.default.removeItem(atPath: building)
     do {
-        let engine = try Engine.open(directory: building)
+        let engine = try Engine.open(directory: building, options: manualSnapshots)
         var workload = ChatWorkload()
         try applyInChunks(engine, workload.setupEvents())
         var chunk: [EventEnvelope] = []
@@ -175,7 +179,7 @@ let dataDirectory: String = {
 final class SharedEngine: Sendable {
     private let slot = Mutex<Engine?>(nil)
     func open() throws {
-        let engine = try Engine.open(directory: dataDirectory)
+        let engine = try Engine.open(directory: dataDirectory, options: manualSnapshots)
         slot.withLock { $0 = engine }
     }
     func close() throws {
@@ -234,7 +238,7 @@ let benchmarks: @Sendable () -> Void = {
             thresholds: [.mallocCountTotal: .init(relative: [.p90: 5])])
     ) { benchmark in
         benchmark.startMeasurement()
-        let engine = try Engine.open(directory: dataDirectory)
+        let engine = try Engine.open(directory: dataDirectory, options: manualSnapshots)
         try engine.close()
         benchmark.stopMeasurement()
         guard engine.openReport.snapshotPosition?.rawValue == UInt64(totalEvents - tailEvents),
