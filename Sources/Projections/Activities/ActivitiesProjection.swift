@@ -3,6 +3,17 @@ public enum GuestState: String, Sendable, Hashable, Codable, CaseIterable {
     case invited, going, maybe, declined
 }
 
+extension GuestState: StoredEnum {
+    var storedCode: UInt8 {
+        switch self {
+        case .invited: 0
+        case .going: 1
+        case .maybe: 2
+        case .declined: 3
+        }
+    }
+}
+
 struct Guest: Equatable {
     var user: Int32
     var state: GuestState

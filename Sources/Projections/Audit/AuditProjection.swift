@@ -8,7 +8,7 @@ import EventLog
 struct AuditProjection {
     var actors = Interner()
     var types = Interner()
-    /// Per interned type: its index in ``DomainEvent/typeNames``, or -1 for a type this build does not know.
+    /// Per interned type: its code (``EventPayload/code``), or -1 for a type this build does not know.
     var typeCodes: [Int] = []
     /// The last type recorded (a cache, not state: excluded from snapshots and digests).
     private var lastType: (name: String, index: Int32) = ("", -1)
@@ -35,12 +35,10 @@ struct AuditProjection {
         previousOfActor.reserveCapacityInHugePages(previousOfActor.count + count)
     }
 
-    /// Indexes one record; returns the type's code (see `typeCodes`).
-    @discardableResult
-    mutating func record(position: UInt64, time: Int64, actor: String, type: String) -> Int {
-        let t = self.type(type)
-        append(position: position, time: time, actor: self.actor(actor), type: t.index)
-        return t.code
+    /// Indexes one record.
+    mutating func record(position: UInt64, time: Int64, actor: String, type: String) {
+        let typeIndex = self.type(type).index
+        append(position: position, time: time, actor: self.actor(actor), type: typeIndex)
     }
 
     /// The index of event type `type`, interning it when new, and its code (see `typeCodes`).
@@ -51,7 +49,7 @@ struct AuditProjection {
         lastType = (type, t.index)
         if t.isNew {
             byType.append([])
-            typeCodes.append(DomainEvent.typeNames.firstIndex(of: type) ?? -1)
+            typeCodes.append(DomainEvent.code(ofType: type))
         }
         return (t.index, typeCodes[Int(t.index)])
     }
@@ -154,7 +152,7 @@ struct AuditProjection {
         types = try Interner(reading: &reader)
         lastOfActor = Array(repeating: 0, count: actors.count)
         byType = Array(repeating: [], count: types.count)
-        typeCodes = types.names.map { DomainEvent.typeNames.firstIndex(of: $0) ?? -1 }
+        typeCodes = types.names.map { DomainEvent.code(ofType: $0) }
         let n = try reader.count()
         actorOf.reserveCapacityInHugePages(n)
         typeOf.reserveCapacityInHugePages(n)

@@ -179,8 +179,8 @@ extension ProjectionState {
             guard let (_, room) = people(of: e.activity) else { break }
             feed(e.activity, [e.user])
             if e.answer == .declined { left(e.user, room) } else { rows(room, [e.user]) }
-        case .userRegistered, .friendRequested, .friendRequestAccepted, .friendRequestDeclined,
-            .friendRequestCancelled, .unfriended, .userBlocked, .userUnblocked, .feelingDefined, .gratitudeTagged:
+        default:
+            // Registrations, the friendship graph and gratitude change no live view.
             break
         }
         return t

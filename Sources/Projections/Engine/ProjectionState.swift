@@ -86,16 +86,16 @@ struct ProjectionState {
         self.position = position
         // A record this build cannot decode stays in the audit index and changes nothing else.
         switch code {
-        case DomainEvent.messageSentCode:
+        case MessageSent.code:
             let acting = foldMessageSent(payload, actor: actor, position: position, time: time)
             audit.append(position: position, time: time, actor: auditActor(actor, user: acting), type: typeIndex)
-        case DomainEvent.messagesReadCode:
+        case MessagesRead.code:
             let acting = foldMessagesRead(payload, actor: actor)
             audit.append(position: position, time: time, actor: auditActor(actor, user: acting), type: typeIndex)
         default:
             audit.append(position: position, time: time, actor: audit.actor(actor), type: typeIndex)
-            guard code >= 0, let event = try? DomainEvent.decode(code: code, payload: Array(payload)) else { return }
-            apply(event, position: position, time: time)
+            guard code >= 0 else { return }
+            DomainEvent.eventTypes[code].fold(payload, into: &self, position: position, time: time)
         }
     }
 
@@ -108,128 +108,16 @@ struct ProjectionState {
 
     /// Folds an event with its envelope: the audit index, the position, and the domain projections.
     mutating func fold(_ event: DomainEvent, actor: String, position: UInt64, time: Int64) {
-        audit.record(position: position, time: time, actor: actor, type: event.typeName)
+        let payload = event.payload
+        audit.record(position: position, time: time, actor: actor, type: type(of: payload).typeName)
         self.position = position
-        apply(event, position: position, time: time)
+        payload.apply(to: &self, position: position, time: time)
     }
 
-    /// Folds an already-decoded event into the domain projections (not the audit index).
+    /// Folds an already-decoded event into the domain projections (not the audit index). Each event type's fold
+    /// lives in its feature folder (`Chat/ChatFold.swift`, ...).
     mutating func apply(_ event: DomainEvent, position: UInt64, time: Int64) {
-        switch event {
-        case .userRegistered(let e):
-            accounts.fold(e, user: user(e.user), time: time)
-        case .profileUpdated(let e):
-            accounts.fold(e, user: user(e.user))
-        case .friendRequested(let e):
-            graph.requested(from: user(e.from), to: user(e.to), position: position)
-        case .friendRequestAccepted(let e):
-            let (from, to) = (user(e.from), user(e.to))
-            if graph.isPending(from: from, to: to) { graph.accepted(from: from, to: to) }
-        case .friendRequestDeclined(let e):
-            graph.clearRequest(from: user(e.from), to: user(e.to))
-        case .friendRequestCancelled(let e):
-            graph.clearRequest(from: user(e.from), to: user(e.to))
-        case .unfriended(let e):
-            graph.unfriended(user(e.user), user(e.friend))
-        case .userBlocked(let e):
-            graph.blocked(user(e.user), user(e.blocked))
-        case .userUnblocked(let e):
-            graph.unblocked(user(e.user), user(e.blocked))
-        case .roomCreated(let e):
-            let by = user(e.by)
-            var members: [Int32] = []
-            for member in e.members {
-                let index = user(member)
-                if !members.contains(index) { members.append(index) }
-            }
-            let (room, isNew) = rooms.intern(e.room.rawValue)
-            guard isNew else { return }
-            chat.createRoom(room, kind: e.kind, name: e.name, by: by, members: members, position: position, time: time)
-        case .memberJoined(let e):
-            let member = user(e.user)
-            guard let room = rooms.index(of: e.room.rawValue) else { return }
-            chat.addMember(member, to: room, position: position)
-        case .memberLeft(let e):
-            let member = user(e.user)
-            guard let room = rooms.index(of: e.room.rawValue) else { return }
-            chat.removeMember(member, from: room)
-        case .messageSent(let e):
-            let sender = user(e.sender)
-            guard let room = rooms.index(of: e.room.rawValue) else { return }
-            let (message, isNew) = messageIDs.intern(e.message.rawValue)
-            guard isNew else { return }
-            chat.sent(
-                message: message, room: room, sender: sender, kind: e.kind, body: e.body, media: e.media,
-                replyTo: e.replyTo?.rawValue, position: position, time: time)
-        case .messageEdited(let e):
-            guard let message = messageIDs.index(of: e.message.rawValue) else { return }
-            chat.edited(message, body: e.body)
-        case .messageDeleted(let e):
-            guard let message = messageIDs.index(of: e.message.rawValue) else { return }
-            chat.deleted(message)
-        case .messagesRead(let e):
-            let reader = user(e.user)
-            guard let room = rooms.index(of: e.room.rawValue), let message = messageIDs.index(of: e.upTo.rawValue),
-                chat.messages[Int(message)].room == room
-            else { return }
-            chat.read(room: room, user: reader, upTo: message)
-        case .roomHidden(let e):
-            guard let room = rooms.index(of: e.room.rawValue) else { return }
-            chat.hide(room: room, user: user(e.user), position: position)
-        case .activityHosted(let e):
-            let host = user(e.host)
-            let (activity, isNew) = activityIDs.intern(e.activity.rawValue)
-            guard isNew else { return }
-            let (room, roomIsNew) = rooms.intern(e.room.rawValue)
-            activities.hosted(e, activity: activity, host: host, room: room)
-            if roomIsNew {
-                chat.createRoom(
-                    room, kind: .activity, name: nil, by: host, members: [host], activity: activity, position: position,
-                    time: time)
-            }
-        case .activityUpdated(let e):
-            guard let activity = activityIDs.index(of: e.activity.rawValue) else { return }
-            activities.updated(e, activity: activity)
-        case .activityCancelled(let e):
-            guard let activity = activityIDs.index(of: e.activity.rawValue) else { return }
-            activities.cancelled(activity)
-        case .guestsInvited(let e):
-            guard let activity = activityIDs.index(of: e.activity.rawValue) else { return }
-            for guest in e.guests {
-                let index = user(guest)
-                activities.invited(index, to: activity)
-                syncActivityRoom(activity, user: index, position: position)
-            }
-        case .invitationRevoked(let e):
-            let guest = user(e.guest)
-            guard let activity = activityIDs.index(of: e.activity.rawValue) else { return }
-            activities.revoked(guest, from: activity)
-            syncActivityRoom(activity, user: guest, position: position)
-        case .rsvpGiven(let e):
-            let guest = user(e.user)
-            guard let activity = activityIDs.index(of: e.activity.rawValue) else { return }
-            activities.answered(guest, e.answer, on: activity)
-            syncActivityRoom(activity, user: guest, position: position)
-        case .feelingDefined(let e):
-            gratitude.defined(e)
-        case .gratitudeTagged(let e):
-            gratitude.tagged(e, author: user(e.author), time: time)
-        }
-    }
-
-    /// Makes `user`'s membership of the activity's room match the activity: the host and every guest
-    /// who is invited, not revoked, and whose latest answer is not `declined`.
-    private mutating func syncActivityRoom(_ activity: Int32, user: Int32, position: UInt64) {
-        let record = activities.activities[Int(activity)]
-        let room = record.room
-        guard chat.rooms[Int(room)].activity == activity else { return }
-        let belongs = record.belongsInRoom(user)
-        let isMember = chat.isMember(user, of: room)
-        if belongs && !isMember {
-            chat.addMember(user, to: room, position: position)
-        } else if !belongs && isMember {
-            chat.removeMember(user, from: room)
-        }
+        event.payload.apply(to: &self, position: position, time: time)
     }
 }
 

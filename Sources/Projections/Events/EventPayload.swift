@@ -1,10 +1,24 @@
 /// What every event payload in the catalogue is: a Codable JSON form whose keys are the catalogue's
 /// field names, and a compact binary form for the log that starts with the payload's schema version.
+///
+/// Each payload type declares everything about its event in one place, in its feature folder (`Chat/ChatEvents.swift`,
+/// ...): its name, stable code, stream, actor, binary codec and JSON form. ``DomainEvent/typeNames`` lists them.
 public protocol EventPayload: Sendable, Hashable, Codable {
     /// The event type name stored in the log (`MessageSent`, ...).
     static var typeName: String { get }
+    /// The event type's stable code: its index in ``DomainEvent/typeNames``, which projections and snapshots
+    /// use. A code is never changed or reused; a new type takes the next one.
+    static var code: Int { get }
     /// The schema version this build writes. Older versions keep decoding.
     static var schemaVersion: UInt8 { get }
+    /// The stream the event belongs to (DESIGN.md §3): `user:<acting user>`, `room:<id>`, `activity:<id>` or
+    /// `feelings`.
+    var stream: String { get }
+    /// The actor named by the payload itself, or nil when only the state knows it (the sender of an edited
+    /// message, the host of an activity); `system` for feelings.
+    var payloadActor: String? { get }
+    /// This payload as a ``DomainEvent``.
+    var event: DomainEvent { get }
     /// The binary form: the schema version byte, then the fields.
     func encoded() -> [UInt8]
 }
@@ -28,38 +42,24 @@ extension BinaryPayload {
 
     static func decode(_ bytes: [UInt8]) throws(ByteReaderError) -> Self {
         try ByteReader.reading(bytes) { (reader: inout ByteReader) throws(ByteReaderError) -> Self in
-            let version = try reader.byte()
-            guard version >= 1, version <= schemaVersion else {
-                throw ByteReaderError(description: "\(typeName) schema version \(version) is not one this build reads")
-            }
-            return try Self(reading: &reader, version: version)
+            try read(&reader)
         }
     }
-}
 
-/// How a user signed up.
-public enum RegistrationMethod: String, Sendable, Hashable, Codable, CaseIterable {
-    case phone, email, google, `import`
-}
+    /// Decodes bytes that stay valid during the call (a record read in place, without a copy).
+    static func decode(_ bytes: UnsafeRawBufferPointer) throws(ByteReaderError) -> Self {
+        try ByteReader.reading(bytes) { (reader: inout ByteReader) throws(ByteReaderError) -> Self in
+            try read(&reader)
+        }
+    }
 
-/// A chat room's kind. `RoomCreated` makes `direct` and `group` rooms; `ActivityHosted` makes `activity` rooms.
-public enum RoomKind: String, Sendable, Hashable, Codable, CaseIterable {
-    case direct, group, activity
-}
-
-/// A chat message's kind.
-public enum MessageKind: String, Sendable, Hashable, Codable, CaseIterable {
-    case text, image, video
-}
-
-/// An activity's kind (a WagChat walk is `walk`).
-public enum ActivityKind: String, Sendable, Hashable, Codable, CaseIterable {
-    case party, walk, gameNight, other
-}
-
-/// A guest's answer to an invitation.
-public enum RSVPAnswer: String, Sendable, Hashable, Codable, CaseIterable {
-    case going, maybe, declined
+    private static func read(_ reader: inout ByteReader) throws(ByteReaderError) -> Self {
+        let version = try reader.byte()
+        guard version >= 1, version <= schemaVersion else {
+            throw ByteReaderError(description: "\(typeName) schema version \(version) is not one this build reads")
+        }
+        return try Self(reading: &reader, version: version)
+    }
 }
 
 /// An enum stored in payloads and snapshots as one byte: an explicit code per case, written once and never
@@ -68,69 +68,6 @@ public enum RSVPAnswer: String, Sendable, Hashable, Codable, CaseIterable {
 protocol StoredEnum: CaseIterable, Equatable {
     /// This case's stored code.
     var storedCode: UInt8 { get }
-}
-
-extension RegistrationMethod: StoredEnum {
-    var storedCode: UInt8 {
-        switch self {
-        case .phone: 0
-        case .email: 1
-        case .google: 2
-        case .import: 3
-        }
-    }
-}
-
-extension RoomKind: StoredEnum {
-    var storedCode: UInt8 {
-        switch self {
-        case .direct: 0
-        case .group: 1
-        case .activity: 2
-        }
-    }
-}
-
-extension MessageKind: StoredEnum {
-    var storedCode: UInt8 {
-        switch self {
-        case .text: 0
-        case .image: 1
-        case .video: 2
-        }
-    }
-}
-
-extension ActivityKind: StoredEnum {
-    var storedCode: UInt8 {
-        switch self {
-        case .party: 0
-        case .walk: 1
-        case .gameNight: 2
-        case .other: 3
-        }
-    }
-}
-
-extension RSVPAnswer: StoredEnum {
-    var storedCode: UInt8 {
-        switch self {
-        case .going: 0
-        case .maybe: 1
-        case .declined: 2
-        }
-    }
-}
-
-extension GuestState: StoredEnum {
-    var storedCode: UInt8 {
-        switch self {
-        case .invited: 0
-        case .going: 1
-        case .maybe: 2
-        case .declined: 3
-        }
-    }
 }
 
 extension ByteWriter {

@@ -11,8 +11,6 @@ extension BinaryWriter {
 
     mutating func varint(_ value: UInt64) { writeVarint(value) }
 
-    mutating func int(_ value: Int) { writeSignedVarint(Int64(value)) }
-
     mutating func count(_ value: Int) { writeVarint(UInt64(value)) }
 
     mutating func signed(_ value: Int64) { writeSignedVarint(value) }
@@ -123,8 +121,6 @@ struct ByteReader: ~Copyable {
     @inline(__always) mutating func signed() throws(ByteReaderError) -> Int64 {
         LEB128.unzigzag(try varint())
     }
-
-    mutating func int() throws(ByteReaderError) -> Int { Int(try signed()) }
 
     @inline(__always) mutating func int32() throws(ByteReaderError) -> Int32 {
         let value = try signed()

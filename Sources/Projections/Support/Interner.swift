@@ -31,16 +31,6 @@ extension ByteWriter {
     }
 
     mutating func sortedSet(_ values: Set<Int32>) { int32s(values.sorted()) }
-
-    mutating func uint64s(_ values: [UInt64]) {
-        count(values.count)
-        var previous: UInt64 = 0
-        // Positions in posting lists ascend: store deltas.
-        for value in values {
-            varint(value &- previous)
-            previous = value
-        }
-    }
 }
 
 extension ByteReader {
@@ -53,16 +43,4 @@ extension ByteReader {
     }
 
     mutating func int32Set() throws(ByteReaderError) -> Set<Int32> { Set(try int32s()) }
-
-    mutating func uint64s() throws(ByteReaderError) -> [UInt64] {
-        let n = try count()
-        var result: [UInt64] = []
-        result.reserveCapacity(n)
-        var previous: UInt64 = 0
-        for _ in 0..<n {
-            previous = previous &+ (try varint())
-            result.append(previous)
-        }
-        return result
-    }
 }

@@ -1,7 +1,9 @@
 /// A direct or group room was made. Actor: `by`. Stream: `room:<room>`.
-public struct RoomCreated: BinaryPayload {
+public struct RoomCreated: CatalogueEvent {
     /// The event type name in the log.
     public static let typeName = "RoomCreated"
+    /// The event type's stable code, its place in ``DomainEvent/eventTypes``.
+    public static let code = 9
     /// The payload schema version this build writes.
     public static let schemaVersion: UInt8 = 1
     /// The room.
@@ -22,6 +24,12 @@ public struct RoomCreated: BinaryPayload {
         self.members = members
         self.name = name
     }
+    /// The stream: `room:<room>`.
+    public var stream: String { "room:\(room.rawValue)" }
+    /// The actor named by the payload: `by`.
+    public var payloadActor: String? { by.rawValue }
+    /// This payload as a ``DomainEvent``.
+    public var event: DomainEvent { .roomCreated(self) }
     func write(to writer: inout ByteWriter) {
         writer.string(room.rawValue)
         writer.rawEnum(kind)
@@ -39,9 +47,11 @@ public struct RoomCreated: BinaryPayload {
 }
 
 /// `user` joined a group room. Actor: `user`.
-public struct MemberJoined: BinaryPayload {
+public struct MemberJoined: CatalogueEvent {
     /// The event type name in the log.
     public static let typeName = "MemberJoined"
+    /// The event type's stable code, its place in ``DomainEvent/eventTypes``.
+    public static let code = 10
     /// The payload schema version this build writes.
     public static let schemaVersion: UInt8 = 1
     /// The room.
@@ -53,6 +63,12 @@ public struct MemberJoined: BinaryPayload {
         self.room = room
         self.user = user
     }
+    /// The stream: `room:<room>`.
+    public var stream: String { "room:\(room.rawValue)" }
+    /// The actor named by the payload: `user`.
+    public var payloadActor: String? { user.rawValue }
+    /// This payload as a ``DomainEvent``.
+    public var event: DomainEvent { .memberJoined(self) }
     func write(to writer: inout ByteWriter) {
         writer.string(room.rawValue)
         writer.string(user.rawValue)
@@ -64,9 +80,11 @@ public struct MemberJoined: BinaryPayload {
 }
 
 /// `user` left a group room. Actor: `user`.
-public struct MemberLeft: BinaryPayload {
+public struct MemberLeft: CatalogueEvent {
     /// The event type name in the log.
     public static let typeName = "MemberLeft"
+    /// The event type's stable code, its place in ``DomainEvent/eventTypes``.
+    public static let code = 11
     /// The payload schema version this build writes.
     public static let schemaVersion: UInt8 = 1
     /// The room.
@@ -78,6 +96,12 @@ public struct MemberLeft: BinaryPayload {
         self.room = room
         self.user = user
     }
+    /// The stream: `room:<room>`.
+    public var stream: String { "room:\(room.rawValue)" }
+    /// The actor named by the payload: `user`.
+    public var payloadActor: String? { user.rawValue }
+    /// This payload as a ``DomainEvent``.
+    public var event: DomainEvent { .memberLeft(self) }
     func write(to writer: inout ByteWriter) {
         writer.string(room.rawValue)
         writer.string(user.rawValue)
@@ -135,9 +159,11 @@ public struct Media: Sendable, Hashable, Codable {
 }
 
 /// A message was posted. Actor: `sender`. Stream: `room:<room>`.
-public struct MessageSent: BinaryPayload {
+public struct MessageSent: CatalogueEvent {
     /// The event type name in the log.
     public static let typeName = "MessageSent"
+    /// The event type's stable code, its place in ``DomainEvent/eventTypes``.
+    public static let code = 12
     /// The payload schema version this build writes.
     public static let schemaVersion: UInt8 = 1
     /// The room.
@@ -170,6 +196,12 @@ public struct MessageSent: BinaryPayload {
         self.replyTo = replyTo
         self.senderName = senderName
     }
+    /// The stream: `room:<room>`.
+    public var stream: String { "room:\(room.rawValue)" }
+    /// The actor named by the payload: the sender.
+    public var payloadActor: String? { sender.rawValue }
+    /// This payload as a ``DomainEvent``.
+    public var event: DomainEvent { .messageSent(self) }
     func write(to writer: inout ByteWriter) {
         writer.string(room.rawValue)
         writer.string(message.rawValue)
@@ -194,9 +226,11 @@ public struct MessageSent: BinaryPayload {
 }
 
 /// The sender changed a message's body. Actor: the sender.
-public struct MessageEdited: BinaryPayload {
+public struct MessageEdited: CatalogueEvent {
     /// The event type name in the log.
     public static let typeName = "MessageEdited"
+    /// The event type's stable code, its place in ``DomainEvent/eventTypes``.
+    public static let code = 13
     /// The payload schema version this build writes.
     public static let schemaVersion: UInt8 = 1
     /// The room.
@@ -211,6 +245,12 @@ public struct MessageEdited: BinaryPayload {
         self.message = message
         self.body = body
     }
+    /// The stream: `room:<room>`.
+    public var stream: String { "room:\(room.rawValue)" }
+    /// The actor named by the payload: none (only the state knows the sender).
+    public var payloadActor: String? { nil }
+    /// This payload as a ``DomainEvent``.
+    public var event: DomainEvent { .messageEdited(self) }
     func write(to writer: inout ByteWriter) {
         writer.string(room.rawValue)
         writer.string(message.rawValue)
@@ -224,9 +264,11 @@ public struct MessageEdited: BinaryPayload {
 }
 
 /// The sender deleted a message; it keeps its place. Actor: the sender.
-public struct MessageDeleted: BinaryPayload {
+public struct MessageDeleted: CatalogueEvent {
     /// The event type name in the log.
     public static let typeName = "MessageDeleted"
+    /// The event type's stable code, its place in ``DomainEvent/eventTypes``.
+    public static let code = 14
     /// The payload schema version this build writes.
     public static let schemaVersion: UInt8 = 1
     /// The room.
@@ -238,6 +280,12 @@ public struct MessageDeleted: BinaryPayload {
         self.room = room
         self.message = message
     }
+    /// The stream: `room:<room>`.
+    public var stream: String { "room:\(room.rawValue)" }
+    /// The actor named by the payload: none (only the state knows the sender).
+    public var payloadActor: String? { nil }
+    /// This payload as a ``DomainEvent``.
+    public var event: DomainEvent { .messageDeleted(self) }
     func write(to writer: inout ByteWriter) {
         writer.string(room.rawValue)
         writer.string(message.rawValue)
@@ -249,9 +297,11 @@ public struct MessageDeleted: BinaryPayload {
 }
 
 /// `user` read `room` up to message `upTo`. Actor: `user`.
-public struct MessagesRead: BinaryPayload {
+public struct MessagesRead: CatalogueEvent {
     /// The event type name in the log.
     public static let typeName = "MessagesRead"
+    /// The event type's stable code, its place in ``DomainEvent/eventTypes``.
+    public static let code = 15
     /// The payload schema version this build writes.
     public static let schemaVersion: UInt8 = 1
     /// The room.
@@ -266,6 +316,12 @@ public struct MessagesRead: BinaryPayload {
         self.user = user
         self.upTo = upTo
     }
+    /// The stream: `room:<room>`.
+    public var stream: String { "room:\(room.rawValue)" }
+    /// The actor named by the payload: the reader, `user`.
+    public var payloadActor: String? { user.rawValue }
+    /// This payload as a ``DomainEvent``.
+    public var event: DomainEvent { .messagesRead(self) }
     func write(to writer: inout ByteWriter) {
         writer.string(room.rawValue)
         writer.string(user.rawValue)
@@ -280,9 +336,11 @@ public struct MessagesRead: BinaryPayload {
 
 /// `user` hid `room` from their own room list ("delete conversation" for that user only): the room leaves
 /// their list until a message newer than the hide arrives. Actor: `user`, a member of the room.
-public struct RoomHidden: BinaryPayload {
+public struct RoomHidden: CatalogueEvent {
     /// The event type name in the log.
     public static let typeName = "RoomHidden"
+    /// The event type's stable code, its place in ``DomainEvent/eventTypes``.
+    public static let code = 24
     /// The payload schema version this build writes.
     public static let schemaVersion: UInt8 = 1
     /// The room.
@@ -294,6 +352,12 @@ public struct RoomHidden: BinaryPayload {
         self.room = room
         self.user = user
     }
+    /// The stream: `room:<room>`.
+    public var stream: String { "room:\(room.rawValue)" }
+    /// The actor named by the payload: the member who hid it, `user`.
+    public var payloadActor: String? { user.rawValue }
+    /// This payload as a ``DomainEvent``.
+    public var event: DomainEvent { .roomHidden(self) }
     func write(to writer: inout ByteWriter) {
         writer.string(room.rawValue)
         writer.string(user.rawValue)
@@ -301,5 +365,35 @@ public struct RoomHidden: BinaryPayload {
     init(reading reader: inout ByteReader, version: UInt8) throws(ByteReaderError) {
         room = RoomID(try reader.string())
         user = UserID(try reader.string())
+    }
+}
+
+/// A chat room's kind. `RoomCreated` makes `direct` and `group` rooms; `ActivityHosted` makes `activity` rooms.
+public enum RoomKind: String, Sendable, Hashable, Codable, CaseIterable {
+    case direct, group, activity
+}
+
+extension RoomKind: StoredEnum {
+    var storedCode: UInt8 {
+        switch self {
+        case .direct: 0
+        case .group: 1
+        case .activity: 2
+        }
+    }
+}
+
+/// A chat message's kind.
+public enum MessageKind: String, Sendable, Hashable, Codable, CaseIterable {
+    case text, image, video
+}
+
+extension MessageKind: StoredEnum {
+    var storedCode: UInt8 {
+        switch self {
+        case .text: 0
+        case .image: 1
+        case .video: 2
+        }
     }
 }

@@ -1,8 +1,10 @@
 /// A host posted an activity; its chat room (kind `activity`, id `room`) exists from here on.
 /// Actor: `host`. Stream: `activity:<activity>`.
-public struct ActivityHosted: BinaryPayload {
+public struct ActivityHosted: CatalogueEvent {
     /// The event type name in the log.
     public static let typeName = "ActivityHosted"
+    /// The event type's stable code, its place in ``DomainEvent/eventTypes``.
+    public static let code = 16
     /// The payload schema version this build writes.
     public static let schemaVersion: UInt8 = 1
     /// The activity.
@@ -39,6 +41,13 @@ public struct ActivityHosted: BinaryPayload {
         self.place = place
         self.room = room
     }
+
+    /// The stream: `activity:<activity>`.
+    public var stream: String { "activity:\(activity.rawValue)" }
+    /// The actor named by the payload: the host.
+    public var payloadActor: String? { host.rawValue }
+    /// This payload as a ``DomainEvent``.
+    public var event: DomainEvent { .activityHosted(self) }
 
     enum CodingKeys: String, CodingKey { case activity, host, kind, title, description, startsAt, endsAt, place, room }
 
@@ -94,9 +103,11 @@ public struct ActivityHosted: BinaryPayload {
 }
 
 /// The host changed an activity: a present field is set, an absent one kept. Actor: the host.
-public struct ActivityUpdated: BinaryPayload {
+public struct ActivityUpdated: CatalogueEvent {
     /// The event type name in the log.
     public static let typeName = "ActivityUpdated"
+    /// The event type's stable code, its place in ``DomainEvent/eventTypes``.
+    public static let code = 17
     /// The payload schema version this build writes.
     public static let schemaVersion: UInt8 = 1
     /// The activity.
@@ -124,6 +135,13 @@ public struct ActivityUpdated: BinaryPayload {
         self.endsAt = endsAt
         self.place = place
     }
+
+    /// The stream: `activity:<activity>`.
+    public var stream: String { "activity:\(activity.rawValue)" }
+    /// The actor named by the payload: none (only the state knows the host).
+    public var payloadActor: String? { nil }
+    /// This payload as a ``DomainEvent``.
+    public var event: DomainEvent { .activityUpdated(self) }
 
     enum CodingKeys: String, CodingKey { case activity, title, description, startsAt, endsAt, place }
 
@@ -167,15 +185,23 @@ public struct ActivityUpdated: BinaryPayload {
 }
 
 /// The host called an activity off; nothing changes on it afterwards. Actor: the host.
-public struct ActivityCancelled: BinaryPayload {
+public struct ActivityCancelled: CatalogueEvent {
     /// The event type name in the log.
     public static let typeName = "ActivityCancelled"
+    /// The event type's stable code, its place in ``DomainEvent/eventTypes``.
+    public static let code = 18
     /// The payload schema version this build writes.
     public static let schemaVersion: UInt8 = 1
     /// The activity.
     public var activity: ActivityID
     /// Makes a value from its fields.
     public init(activity: ActivityID) { self.activity = activity }
+    /// The stream: `activity:<activity>`.
+    public var stream: String { "activity:\(activity.rawValue)" }
+    /// The actor named by the payload: none (only the state knows the host).
+    public var payloadActor: String? { nil }
+    /// This payload as a ``DomainEvent``.
+    public var event: DomainEvent { .activityCancelled(self) }
     func write(to writer: inout ByteWriter) { writer.string(activity.rawValue) }
     init(reading reader: inout ByteReader, version: UInt8) throws(ByteReaderError) {
         activity = ActivityID(try reader.string())
@@ -183,9 +209,11 @@ public struct ActivityCancelled: BinaryPayload {
 }
 
 /// The host invited friends or connections. Actor: the host.
-public struct GuestsInvited: BinaryPayload {
+public struct GuestsInvited: CatalogueEvent {
     /// The event type name in the log.
     public static let typeName = "GuestsInvited"
+    /// The event type's stable code, its place in ``DomainEvent/eventTypes``.
+    public static let code = 19
     /// The payload schema version this build writes.
     public static let schemaVersion: UInt8 = 1
     /// The activity.
@@ -197,6 +225,12 @@ public struct GuestsInvited: BinaryPayload {
         self.activity = activity
         self.guests = guests
     }
+    /// The stream: `activity:<activity>`.
+    public var stream: String { "activity:\(activity.rawValue)" }
+    /// The actor named by the payload: none (only the state knows the host).
+    public var payloadActor: String? { nil }
+    /// This payload as a ``DomainEvent``.
+    public var event: DomainEvent { .guestsInvited(self) }
     func write(to writer: inout ByteWriter) {
         writer.string(activity.rawValue)
         writer.strings(guests.map(\.rawValue))
@@ -208,9 +242,11 @@ public struct GuestsInvited: BinaryPayload {
 }
 
 /// The host took an invitation back; the guest is gone (and may be invited again). Actor: the host.
-public struct InvitationRevoked: BinaryPayload {
+public struct InvitationRevoked: CatalogueEvent {
     /// The event type name in the log.
     public static let typeName = "InvitationRevoked"
+    /// The event type's stable code, its place in ``DomainEvent/eventTypes``.
+    public static let code = 20
     /// The payload schema version this build writes.
     public static let schemaVersion: UInt8 = 1
     /// The activity.
@@ -222,6 +258,12 @@ public struct InvitationRevoked: BinaryPayload {
         self.activity = activity
         self.guest = guest
     }
+    /// The stream: `activity:<activity>`.
+    public var stream: String { "activity:\(activity.rawValue)" }
+    /// The actor named by the payload: none (only the state knows the host).
+    public var payloadActor: String? { nil }
+    /// This payload as a ``DomainEvent``.
+    public var event: DomainEvent { .invitationRevoked(self) }
     func write(to writer: inout ByteWriter) {
         writer.string(activity.rawValue)
         writer.string(guest.rawValue)
@@ -233,9 +275,11 @@ public struct InvitationRevoked: BinaryPayload {
 }
 
 /// A guest (or the host) answered. Actor: `user`.
-public struct RSVPGiven: BinaryPayload {
+public struct RSVPGiven: CatalogueEvent {
     /// The event type name in the log.
     public static let typeName = "RSVPGiven"
+    /// The event type's stable code, its place in ``DomainEvent/eventTypes``.
+    public static let code = 21
     /// The payload schema version this build writes.
     public static let schemaVersion: UInt8 = 1
     /// The activity.
@@ -250,6 +294,12 @@ public struct RSVPGiven: BinaryPayload {
         self.user = user
         self.answer = answer
     }
+    /// The stream: `activity:<activity>`.
+    public var stream: String { "activity:\(activity.rawValue)" }
+    /// The actor named by the payload: the guest (or host) who answers, `user`.
+    public var payloadActor: String? { user.rawValue }
+    /// This payload as a ``DomainEvent``.
+    public var event: DomainEvent { .rsvpGiven(self) }
     func write(to writer: inout ByteWriter) {
         writer.string(activity.rawValue)
         writer.string(user.rawValue)
@@ -262,19 +312,33 @@ public struct RSVPGiven: BinaryPayload {
     }
 }
 
-extension KeyedDecodingContainer {
-    func decodeTime(forKey key: Key) throws -> Int64 {
-        let text = try decode(String.self, forKey: key)
-        guard let time = Timestamp.parse(text) else {
-            throw DecodingError.dataCorruptedError(
-                forKey: key, in: self,
-                debugDescription: "'\(text)' is not an ISO 8601 UTC time like 2026-11-20T09:30:00.000Z")
-        }
-        return time
-    }
+/// An activity's kind (a WagChat walk is `walk`).
+public enum ActivityKind: String, Sendable, Hashable, Codable, CaseIterable {
+    case party, walk, gameNight, other
+}
 
-    func decodeTimeIfPresent(forKey key: Key) throws -> Int64? {
-        guard contains(key), try !decodeNil(forKey: key) else { return nil }
-        return try decodeTime(forKey: key)
+extension ActivityKind: StoredEnum {
+    var storedCode: UInt8 {
+        switch self {
+        case .party: 0
+        case .walk: 1
+        case .gameNight: 2
+        case .other: 3
+        }
+    }
+}
+
+/// A guest's answer to an invitation.
+public enum RSVPAnswer: String, Sendable, Hashable, Codable, CaseIterable {
+    case going, maybe, declined
+}
+
+extension RSVPAnswer: StoredEnum {
+    var storedCode: UInt8 {
+        switch self {
+        case .going: 0
+        case .maybe: 1
+        case .declined: 2
+        }
     }
 }

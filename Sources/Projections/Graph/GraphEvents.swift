@@ -1,7 +1,9 @@
 /// `from` asked `to` to be friends. Actor: `from`. Stream: `user:<from>`.
-public struct FriendRequested: BinaryPayload {
+public struct FriendRequested: CatalogueEvent {
     /// The event type name in the log.
     public static let typeName = "FriendRequested"
+    /// The event type's stable code, its place in ``DomainEvent/eventTypes``.
+    public static let code = 2
     /// The payload schema version this build writes.
     public static let schemaVersion: UInt8 = 1
     /// Who asked.
@@ -13,6 +15,12 @@ public struct FriendRequested: BinaryPayload {
         self.from = from
         self.to = to
     }
+    /// The stream: `user:<from>`.
+    public var stream: String { "user:\(from.rawValue)" }
+    /// The actor named by the payload: `from`.
+    public var payloadActor: String? { from.rawValue }
+    /// This payload as a ``DomainEvent``.
+    public var event: DomainEvent { .friendRequested(self) }
     func write(to writer: inout ByteWriter) {
         writer.string(from.rawValue)
         writer.string(to.rawValue)
@@ -24,9 +32,11 @@ public struct FriendRequested: BinaryPayload {
 }
 
 /// `to` accepted `from`'s request; they are friends. Actor: `to`. Stream: `user:<to>`.
-public struct FriendRequestAccepted: BinaryPayload {
+public struct FriendRequestAccepted: CatalogueEvent {
     /// The event type name in the log.
     public static let typeName = "FriendRequestAccepted"
+    /// The event type's stable code, its place in ``DomainEvent/eventTypes``.
+    public static let code = 3
     /// The payload schema version this build writes.
     public static let schemaVersion: UInt8 = 1
     /// Who asked.
@@ -38,6 +48,12 @@ public struct FriendRequestAccepted: BinaryPayload {
         self.from = from
         self.to = to
     }
+    /// The stream: `user:<to>`.
+    public var stream: String { "user:\(to.rawValue)" }
+    /// The actor named by the payload: `to`.
+    public var payloadActor: String? { to.rawValue }
+    /// This payload as a ``DomainEvent``.
+    public var event: DomainEvent { .friendRequestAccepted(self) }
     func write(to writer: inout ByteWriter) {
         writer.string(from.rawValue)
         writer.string(to.rawValue)
@@ -49,9 +65,11 @@ public struct FriendRequestAccepted: BinaryPayload {
 }
 
 /// `to` declined `from`'s request. Actor: `to`. Stream: `user:<to>`.
-public struct FriendRequestDeclined: BinaryPayload {
+public struct FriendRequestDeclined: CatalogueEvent {
     /// The event type name in the log.
     public static let typeName = "FriendRequestDeclined"
+    /// The event type's stable code, its place in ``DomainEvent/eventTypes``.
+    public static let code = 4
     /// The payload schema version this build writes.
     public static let schemaVersion: UInt8 = 1
     /// Who asked.
@@ -63,6 +81,12 @@ public struct FriendRequestDeclined: BinaryPayload {
         self.from = from
         self.to = to
     }
+    /// The stream: `user:<to>`.
+    public var stream: String { "user:\(to.rawValue)" }
+    /// The actor named by the payload: `to`.
+    public var payloadActor: String? { to.rawValue }
+    /// This payload as a ``DomainEvent``.
+    public var event: DomainEvent { .friendRequestDeclined(self) }
     func write(to writer: inout ByteWriter) {
         writer.string(from.rawValue)
         writer.string(to.rawValue)
@@ -74,9 +98,11 @@ public struct FriendRequestDeclined: BinaryPayload {
 }
 
 /// `from` withdrew the request to `to`. Actor: `from`. Stream: `user:<from>`.
-public struct FriendRequestCancelled: BinaryPayload {
+public struct FriendRequestCancelled: CatalogueEvent {
     /// The event type name in the log.
     public static let typeName = "FriendRequestCancelled"
+    /// The event type's stable code, its place in ``DomainEvent/eventTypes``.
+    public static let code = 5
     /// The payload schema version this build writes.
     public static let schemaVersion: UInt8 = 1
     /// Who asked.
@@ -88,6 +114,12 @@ public struct FriendRequestCancelled: BinaryPayload {
         self.from = from
         self.to = to
     }
+    /// The stream: `user:<from>`.
+    public var stream: String { "user:\(from.rawValue)" }
+    /// The actor named by the payload: `from`.
+    public var payloadActor: String? { from.rawValue }
+    /// This payload as a ``DomainEvent``.
+    public var event: DomainEvent { .friendRequestCancelled(self) }
     func write(to writer: inout ByteWriter) {
         writer.string(from.rawValue)
         writer.string(to.rawValue)
@@ -99,9 +131,11 @@ public struct FriendRequestCancelled: BinaryPayload {
 }
 
 /// `user` ended the friendship with `friend`. Actor: `user`.
-public struct Unfriended: BinaryPayload {
+public struct Unfriended: CatalogueEvent {
     /// The event type name in the log.
     public static let typeName = "Unfriended"
+    /// The event type's stable code, its place in ``DomainEvent/eventTypes``.
+    public static let code = 6
     /// The payload schema version this build writes.
     public static let schemaVersion: UInt8 = 1
     /// The user.
@@ -113,6 +147,12 @@ public struct Unfriended: BinaryPayload {
         self.user = user
         self.friend = friend
     }
+    /// The stream: `user:<user>`.
+    public var stream: String { "user:\(user.rawValue)" }
+    /// The actor named by the payload: `user`.
+    public var payloadActor: String? { user.rawValue }
+    /// This payload as a ``DomainEvent``.
+    public var event: DomainEvent { .unfriended(self) }
     func write(to writer: inout ByteWriter) {
         writer.string(user.rawValue)
         writer.string(friend.rawValue)
@@ -124,9 +164,11 @@ public struct Unfriended: BinaryPayload {
 }
 
 /// `user` blocked `blocked`; any friendship or pending request between them ends. Actor: `user`.
-public struct UserBlocked: BinaryPayload {
+public struct UserBlocked: CatalogueEvent {
     /// The event type name in the log.
     public static let typeName = "UserBlocked"
+    /// The event type's stable code, its place in ``DomainEvent/eventTypes``.
+    public static let code = 7
     /// The payload schema version this build writes.
     public static let schemaVersion: UInt8 = 1
     /// The user.
@@ -138,6 +180,12 @@ public struct UserBlocked: BinaryPayload {
         self.user = user
         self.blocked = blocked
     }
+    /// The stream: `user:<user>`.
+    public var stream: String { "user:\(user.rawValue)" }
+    /// The actor named by the payload: `user`.
+    public var payloadActor: String? { user.rawValue }
+    /// This payload as a ``DomainEvent``.
+    public var event: DomainEvent { .userBlocked(self) }
     func write(to writer: inout ByteWriter) {
         writer.string(user.rawValue)
         writer.string(blocked.rawValue)
@@ -149,9 +197,11 @@ public struct UserBlocked: BinaryPayload {
 }
 
 /// `user` lifted the block on `blocked`; nothing is restored. Actor: `user`.
-public struct UserUnblocked: BinaryPayload {
+public struct UserUnblocked: CatalogueEvent {
     /// The event type name in the log.
     public static let typeName = "UserUnblocked"
+    /// The event type's stable code, its place in ``DomainEvent/eventTypes``.
+    public static let code = 8
     /// The payload schema version this build writes.
     public static let schemaVersion: UInt8 = 1
     /// The user.
@@ -163,6 +213,12 @@ public struct UserUnblocked: BinaryPayload {
         self.user = user
         self.blocked = blocked
     }
+    /// The stream: `user:<user>`.
+    public var stream: String { "user:\(user.rawValue)" }
+    /// The actor named by the payload: `user`.
+    public var payloadActor: String? { user.rawValue }
+    /// This payload as a ``DomainEvent``.
+    public var event: DomainEvent { .userUnblocked(self) }
     func write(to writer: inout ByteWriter) {
         writer.string(user.rawValue)
         writer.string(blocked.rawValue)

@@ -1,7 +1,9 @@
 /// A feeling that gratitudes can be tagged with. Actor: `system`. Stream: `feelings`.
-public struct FeelingDefined: BinaryPayload {
+public struct FeelingDefined: CatalogueEvent {
     /// The event type name in the log.
     public static let typeName = "FeelingDefined"
+    /// The event type's stable code, its place in ``DomainEvent/eventTypes``.
+    public static let code = 22
     /// The payload schema version this build writes.
     public static let schemaVersion: UInt8 = 1
     /// The feeling id.
@@ -16,6 +18,12 @@ public struct FeelingDefined: BinaryPayload {
         self.name = name
         self.emoji = emoji
     }
+    /// The stream: `feelings`.
+    public var stream: String { "feelings" }
+    /// The actor named by the payload: `system`.
+    public var payloadActor: String? { UserID.system.rawValue }
+    /// This payload as a ``DomainEvent``.
+    public var event: DomainEvent { .feelingDefined(self) }
     func write(to writer: inout ByteWriter) {
         writer.string(feeling.rawValue)
         writer.string(name)
@@ -29,9 +37,11 @@ public struct FeelingDefined: BinaryPayload {
 }
 
 /// `author` thanked `recipient` and tagged it with a feeling. Actor: `author`. Stream: `user:<author>`.
-public struct GratitudeTagged: BinaryPayload {
+public struct GratitudeTagged: CatalogueEvent {
     /// The event type name in the log.
     public static let typeName = "GratitudeTagged"
+    /// The event type's stable code, its place in ``DomainEvent/eventTypes``.
+    public static let code = 23
     /// The payload schema version this build writes.
     public static let schemaVersion: UInt8 = 1
     /// The gratitude id.
@@ -52,6 +62,12 @@ public struct GratitudeTagged: BinaryPayload {
         self.body = body
         self.feeling = feeling
     }
+    /// The stream: `user:<author>`.
+    public var stream: String { "user:\(author.rawValue)" }
+    /// The actor named by the payload: the author.
+    public var payloadActor: String? { author.rawValue }
+    /// This payload as a ``DomainEvent``.
+    public var event: DomainEvent { .gratitudeTagged(self) }
     func write(to writer: inout ByteWriter) {
         writer.string(gratitude.rawValue)
         writer.string(author.rawValue)

@@ -1,7 +1,9 @@
 /// A user signed up. Actor: the user. Stream: `user:<user>`.
-public struct UserRegistered: BinaryPayload {
+public struct UserRegistered: CatalogueEvent {
     /// The event type name in the log.
     public static let typeName = "UserRegistered"
+    /// The event type's stable code, its place in ``DomainEvent/eventTypes``.
+    public static let code = 0
     /// The payload schema version this build writes.
     public static let schemaVersion: UInt8 = 1
     /// The user.
@@ -25,6 +27,13 @@ public struct UserRegistered: BinaryPayload {
         self.email = email
         self.name = name
     }
+
+    /// The stream: `user:<user>`.
+    public var stream: String { "user:\(user.rawValue)" }
+    /// The actor named by the payload: the user.
+    public var payloadActor: String? { user.rawValue }
+    /// This payload as a ``DomainEvent``.
+    public var event: DomainEvent { .userRegistered(self) }
 
     func write(to writer: inout ByteWriter) {
         writer.string(user.rawValue)
@@ -76,9 +85,11 @@ public struct Dog: Sendable, Hashable, Codable {
 }
 
 /// A profile patch: a field that is present is set, an absent one is kept. Actor: the user.
-public struct ProfileUpdated: BinaryPayload {
+public struct ProfileUpdated: CatalogueEvent {
     /// The event type name in the log.
     public static let typeName = "ProfileUpdated"
+    /// The event type's stable code, its place in ``DomainEvent/eventTypes``.
+    public static let code = 1
     /// The payload schema version this build writes.
     public static let schemaVersion: UInt8 = 1
     /// The user.
@@ -112,6 +123,13 @@ public struct ProfileUpdated: BinaryPayload {
         self.interests = interests
         self.dogs = dogs
     }
+
+    /// The stream: `user:<user>`.
+    public var stream: String { "user:\(user.rawValue)" }
+    /// The actor named by the payload: the user.
+    public var payloadActor: String? { user.rawValue }
+    /// This payload as a ``DomainEvent``.
+    public var event: DomainEvent { .profileUpdated(self) }
 
     func write(to writer: inout ByteWriter) {
         writer.string(user.rawValue)
@@ -161,6 +179,22 @@ public struct ProfileUpdated: BinaryPayload {
                         ageYears: try reader.optionalSigned().map { Int($0) }))
             }
             dogs = list
+        }
+    }
+}
+
+/// How a user signed up.
+public enum RegistrationMethod: String, Sendable, Hashable, Codable, CaseIterable {
+    case phone, email, google, `import`
+}
+
+extension RegistrationMethod: StoredEnum {
+    var storedCode: UInt8 {
+        switch self {
+        case .phone: 0
+        case .email: 1
+        case .google: 2
+        case .import: 3
         }
     }
 }

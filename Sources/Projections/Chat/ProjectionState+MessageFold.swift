@@ -1,12 +1,12 @@
 /// The fold's path for the commonest events, `MessageSent` and `MessagesRead` (most of a chat log):
 /// their ids are looked up straight from the payload bytes, so folding one makes no `String` but the
-/// body, and no ``DomainEvent``. Each does exactly what ``ProjectionState/apply(_:position:time:)`` does
-/// with the decoded event, and a payload that does not decode changes nothing, as there.
+/// body, and no ``DomainEvent``. Each does exactly what the decoded event's `apply(to:position:time:)`
+/// (`ChatFold.swift`) does, and a payload that does not decode changes nothing, as there.
 ///
 /// Each returns the index of the user who acts (sender, reader) when the record's `actor` is that user's
 /// id, so that the audit index can reuse it; nil otherwise, or when the payload does not decode.
 extension ProjectionState {
-    /// Folds a `MessageSent` payload (see `apply`'s `.messageSent`).
+    /// Folds a `MessageSent` payload (see `MessageSent.apply(to:position:time:)`).
     mutating func foldMessageSent(_ payload: UnsafeRawBufferPointer, actor: String, position: UInt64, time: Int64)
         -> Int32?
     {
@@ -23,7 +23,7 @@ extension ProjectionState {
         return acting
     }
 
-    /// Folds a `MessagesRead` payload (see `apply`'s `.messagesRead`).
+    /// Folds a `MessagesRead` payload (see `MessagesRead.apply(to:position:time:)`).
     mutating func foldMessagesRead(_ payload: UnsafeRawBufferPointer, actor: String) -> Int32? {
         var reader = ByteReader(payload)
         guard let e = try? MessagesReadBytes(reading: &reader) else { return nil }

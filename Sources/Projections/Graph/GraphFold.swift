@@ -1,0 +1,49 @@
+/// How the friendship graph's events fold into the projections.
+extension FriendRequested {
+    func apply(to state: inout ProjectionState, position: UInt64, time: Int64) {
+        let (a, b) = (state.user(from), state.user(to))
+        state.graph.requested(from: a, to: b, position: position)
+    }
+}
+
+extension FriendRequestAccepted {
+    func apply(to state: inout ProjectionState, position: UInt64, time: Int64) {
+        let (a, b) = (state.user(from), state.user(to))
+        if state.graph.isPending(from: a, to: b) { state.graph.accepted(from: a, to: b) }
+    }
+}
+
+extension FriendRequestDeclined {
+    func apply(to state: inout ProjectionState, position: UInt64, time: Int64) {
+        let (a, b) = (state.user(from), state.user(to))
+        state.graph.clearRequest(from: a, to: b)
+    }
+}
+
+extension FriendRequestCancelled {
+    func apply(to state: inout ProjectionState, position: UInt64, time: Int64) {
+        let (a, b) = (state.user(from), state.user(to))
+        state.graph.clearRequest(from: a, to: b)
+    }
+}
+
+extension Unfriended {
+    func apply(to state: inout ProjectionState, position: UInt64, time: Int64) {
+        let (a, b) = (state.user(user), state.user(friend))
+        state.graph.unfriended(a, b)
+    }
+}
+
+extension UserBlocked {
+    func apply(to state: inout ProjectionState, position: UInt64, time: Int64) {
+        let (a, b) = (state.user(user), state.user(blocked))
+        state.graph.blocked(a, b)
+    }
+}
+
+extension UserUnblocked {
+    func apply(to state: inout ProjectionState, position: UInt64, time: Int64) {
+        let (a, b) = (state.user(user), state.user(blocked))
+        state.graph.unblocked(a, b)
+    }
+}
