@@ -1,5 +1,5 @@
-import NIOCore
 import EventLog
+import NIOCore
 import Testing
 
 @testable import NATSClient
