@@ -135,11 +135,7 @@ struct PeerReport: Encodable {
         }
     }
 
-    func json() throws -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        return String(decoding: try encoder.encode(self), as: UTF8.self)
-    }
+    func json() throws -> String { try JSONText.encode(self) }
 
     /// The readable table: each workload's figure per system and Parley's ratio to each peer, then the ceilings.
     func table() -> String {

@@ -138,7 +138,7 @@ let manualSnapshots = Engine.Options(snapshots: .manual)
 
 /// The data directory: built once, then reused (see the top of the file).
 let dataDirectory: String = {
-    let directory = NSTemporaryDirectory() + "parley-projection-bench-v2-\(totalEvents)"
+    let directory = NSTemporaryDirectory() + "parley-projection-bench-v3-\(totalEvents)"
     let marker = directory + "/.complete"
     let rebuild = ProcessInfo.processInfo.environment["PARLEY_BENCH_REBUILD"] != nil
     if !rebuild, FileManager.default.fileExists(atPath: marker) { return directory }

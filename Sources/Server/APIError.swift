@@ -77,18 +77,10 @@ public struct APIError: Error, HTTPResponseError, Sendable {
 
 /// JSON in and out: sorted keys, ISO 8601 times (the views encode their own), bodies as UTF-8.
 enum JSONBody {
-    // One of each, shared: their options never change after this, and making one per request costs more
-    // than decoding a small body.
-    private static let encoder = {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return encoder
-    }()
+    // Shared: its options never change, and making one per request costs more than decoding a small body.
     private static let decoder = JSONDecoder()
 
-    static func encode(_ value: some Encodable) throws -> String {
-        String(decoding: try encoder.encode(value), as: UTF8.self)
-    }
+    static func encode(_ value: some Encodable) throws -> String { try JSONText.encode(value, pretty: false) }
 
     static func response(_ json: String, status: HTTPResponse.Status = .ok) -> Response {
         Response(

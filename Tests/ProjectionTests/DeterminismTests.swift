@@ -268,7 +268,7 @@ func sampleAnswers(_ engine: Engine) throws -> String {
     }
 }
 
-@Suite struct InternerTests {
+@Suite struct InternerRoundTripTests {
     @Test func internsLikeADictionary() throws {
         var interner = Interner()
         var reference: [String: Int32] = [:]

@@ -35,33 +35,37 @@ public enum DomainEvent: Sendable, Hashable {
 
     /// The payload: the one switch over the cases; everything else asks the payload or its type.
     var payload: any CatalogueEvent {
-        switch self {
-        case .userRegistered(let e): e
-        case .profileUpdated(let e): e
-        case .friendRequested(let e): e
-        case .friendRequestAccepted(let e): e
-        case .friendRequestDeclined(let e): e
-        case .friendRequestCancelled(let e): e
-        case .unfriended(let e): e
-        case .userBlocked(let e): e
-        case .userUnblocked(let e): e
-        case .roomCreated(let e): e
-        case .memberJoined(let e): e
-        case .memberLeft(let e): e
-        case .messageSent(let e): e
-        case .messageEdited(let e): e
-        case .messageDeleted(let e): e
-        case .messagesRead(let e): e
-        case .activityHosted(let e): e
-        case .activityUpdated(let e): e
-        case .activityCancelled(let e): e
-        case .guestsInvited(let e): e
-        case .invitationRevoked(let e): e
-        case .rsvpGiven(let e): e
-        case .feelingDefined(let e): e
-        case .gratitudeTagged(let e): e
-        case .roomHidden(let e): e
-        }
+        let payload: any CatalogueEvent =
+            switch self {
+            case .userRegistered(let e): e
+            case .profileUpdated(let e): e
+            case .friendRequested(let e): e
+            case .friendRequestAccepted(let e): e
+            case .friendRequestDeclined(let e): e
+            case .friendRequestCancelled(let e): e
+            case .unfriended(let e): e
+            case .userBlocked(let e): e
+            case .userUnblocked(let e): e
+            case .roomCreated(let e): e
+            case .memberJoined(let e): e
+            case .memberLeft(let e): e
+            case .messageSent(let e): e
+            case .messageEdited(let e): e
+            case .messageDeleted(let e): e
+            case .messagesRead(let e): e
+            case .activityHosted(let e): e
+            case .activityUpdated(let e): e
+            case .activityCancelled(let e): e
+            case .guestsInvited(let e): e
+            case .invitationRevoked(let e): e
+            case .rsvpGiven(let e): e
+            case .feelingDefined(let e): e
+            case .gratitudeTagged(let e): e
+            case .roomHidden(let e): e
+            }
+        // A type left out of the registry would fold live but be skipped on replay: tests run with assertions.
+        assert(Self.isRegistered(type(of: payload)), "\(type(of: payload)) is not in DomainEvent.eventTypes")
+        return payload
     }
 }
 
@@ -71,6 +75,11 @@ extension DomainEvent {
     /// Every event type, in the order of their codes: a type's ``EventPayload/code`` is its index here. New
     /// types go at the end with the next code; a code is never moved or reused, since projections and
     /// snapshots rely on it.
+    /// Whether `type` stands in ``eventTypes`` at its code.
+    static func isRegistered(_ type: any CatalogueEvent.Type) -> Bool {
+        eventTypes.indices.contains(type.code) && eventTypes[type.code] == type
+    }
+
     static let eventTypes: [any CatalogueEvent.Type] = [
         UserRegistered.self,
         ProfileUpdated.self,

@@ -100,9 +100,7 @@ public struct EventEnvelope: Sendable, Hashable, Codable {
                 try event.encodeData(to: &c)
             }
         }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        guard let bytes = try? encoder.encode(DataOnly(event: event)) else { return "{}" }
+        guard let bytes = try? JSONText.encodeBytes(DataOnly(event: event), pretty: false) else { return "{}" }
         // {"data":{...}} → {...}
         let text = String(decoding: bytes, as: UTF8.self)
         return String(text.dropFirst("{\"data\":".count).dropLast())
@@ -158,10 +156,23 @@ public enum JSONText {
     /// `value` as JSON text: keys sorted, slashes left alone, pretty-printed unless `pretty` is false. The one JSON
     /// writer for reports and CLI output.
     public static func encode(_ value: some Encodable, pretty: Bool = true) throws -> String {
+        String(decoding: try encodeBytes(value, pretty: pretty), as: UTF8.self)
+    }
+
+    /// `value` as the UTF-8 bytes of ``encode(_:pretty:)``.
+    public static func encodeBytes(_ value: some Encodable, pretty: Bool = true) throws -> Data {
+        try (pretty ? prettyEncoder : compactEncoder).encode(value)
+    }
+
+    // One of each, shared: their options never change after this, and making one per call costs more than
+    // encoding a small value.
+    private static let prettyEncoder = encoder([.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
+    private static let compactEncoder = encoder([.sortedKeys, .withoutEscapingSlashes])
+
+    private static func encoder(_ formatting: JSONEncoder.OutputFormatting) -> JSONEncoder {
         let encoder = JSONEncoder()
-        encoder.outputFormatting =
-            pretty ? [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes] : [.sortedKeys, .withoutEscapingSlashes]
-        return String(decoding: try encoder.encode(value), as: UTF8.self)
+        encoder.outputFormatting = formatting
+        return encoder
     }
 
     /// A JSON string literal for `text`.

@@ -1,13 +1,14 @@
 /// What every event payload in the catalogue is: a Codable JSON form whose keys are the catalogue's
 /// field names, and a compact binary form for the log that starts with the payload's schema version.
 ///
-/// Each payload type declares everything about its event in one place, in its feature folder (`Chat/ChatEvents.swift`,
-/// ...): its name, stable code, stream, actor, binary codec and JSON form. ``DomainEvent/typeNames`` lists them.
+/// Each payload type declares everything about its event in one place, in its feature folder
+/// (`Chat/ChatEvents.swift`, ...): its name, stable code, stream, actor, binary codec and JSON form.
+/// `DomainEvent.eventTypes` lists them, by code.
 public protocol EventPayload: Sendable, Hashable, Codable {
     /// The event type name stored in the log (`MessageSent`, ...).
     static var typeName: String { get }
-    /// The event type's stable code: its index in ``DomainEvent/typeNames``, which projections and snapshots
-    /// use. A code is never changed or reused; a new type takes the next one.
+    /// The event type's stable code: its index in `DomainEvent.eventTypes` (and in ``DomainEvent/typeNames``),
+    /// which projections and snapshots use. A code is never changed or reused; a new type takes the next one.
     static var code: Int { get }
     /// The schema version this build writes. Older versions keep decoding.
     static var schemaVersion: UInt8 { get }

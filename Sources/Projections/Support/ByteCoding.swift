@@ -113,7 +113,8 @@ struct ByteReader: ~Copyable {
     @inline(__always) mutating func varint() throws(ByteReaderError) -> UInt64 {
         guard let value = LEB128.read(bytes, at: &offset, end: bytes.count) else {
             if offset >= bytes.count { throw ByteReaderError(description: "unexpected end at byte \(offset)") }
-            throw ByteReaderError(description: "varint too long at byte \(offset)")
+            // The byte that made it too long is counted as read, as the byte-at-a-time reader did.
+            throw ByteReaderError(description: "varint too long at byte \(offset + 1)")
         }
         return value
     }
