@@ -310,14 +310,9 @@ final class ActorIndex: Sendable {
     /// Does the next piece of work: a merge of `fanIn` files that line up, else a file for the next `runSize`
     /// committed records. False when there is nothing to do.
     private func buildNext(log: EventLog) throws(EventLogError) -> Bool {
-        let runs = self.runs
-        if runs.count >= Int(Self.fanIn) {
-            let tail = Array(runs.suffix(Int(Self.fanIn)))
-            let size = tail[0].count
-            if tail.allSatisfy({ $0.count == size }), (tail[0].first - 1) % (size * Self.fanIn) == 0 {
-                try merge(tail)
-                return true
-            }
+        if let tail = Self.mergeDue(in: runs) {
+            try merge(tail)
+            return true
         }
         let first = (runs.last?.last ?? 0) + 1
         guard log.committedPosition >= first + runSize - 1 else { return false }
@@ -459,6 +454,24 @@ final class ActorIndex: Sendable {
     /// want the index complete).
     package func waitUntilCovered(_ position: UInt64, timeout: Duration = .seconds(60)) -> Bool {
         waitUntil(timeout: timeout) { covered >= position }
+    }
+
+    /// The last `fanIn` files when they are of one size and line up for a merge, else nil.
+    private static func mergeDue(in runs: [ActorRun]) -> [ActorRun]? {
+        guard runs.count >= Int(fanIn) else { return nil }
+        let tail = Array(runs.suffix(Int(fanIn)))
+        let size = tail[0].count
+        guard tail.allSatisfy({ $0.count == size }), (tail[0].first - 1) % (size * fanIn) == 0 else { return nil }
+        return tail
+    }
+
+    /// Waits until the files cover every whole `runSize` of the first `committed` records and no merge is due,
+    /// or `timeout` passes; false on timeout. For measuring the index once it has caught up with a load, as the
+    /// peers' indexes have (they are built while loading).
+    package func waitUntilCaughtUp(committed: UInt64, timeout: Duration = .seconds(120)) -> Bool {
+        guard runSize > 0 else { return true }
+        let target = committed / runSize * runSize
+        return waitUntil(timeout: timeout) { covered >= target && Self.mergeDue(in: runs) == nil }
     }
 
     /// Waits until `condition` holds (looked at whenever a file is taken into use or a failure noted) or

@@ -247,6 +247,14 @@ public final class EventLog: @unchecked Sendable {
     /// The newest committed position as a number.
     var committedPosition: UInt64 { committed.withLock { $0.position } }
 
+    /// Waits until the actor index has caught up with the committed records (a file for every whole run of them,
+    /// no merge due) or `timeout` passes; false on timeout. Benchmarks time the audit path after it, as the peers'
+    /// indexes are built while their data loads. A read-only log builds no index: false at once.
+    package func waitForActorIndex(timeout: Duration = .seconds(120)) -> Bool {
+        guard readOnly == nil else { return false }
+        return actorIndex.waitUntilCaughtUp(committed: committedPosition, timeout: timeout)
+    }
+
     /// The hash-chain value after the newest committed batch, as 64 hex digits.
     public var headDigest: String { committed.withLock { $0.digest }.hexString }
 
