@@ -69,7 +69,7 @@ struct BenchCommand: AsyncParsableCommand {
             let bench = ReplicationBench(
                 settings: settings, root: root, showsProgress: isatty(STDERR_FILENO) == 1, replicated: replicated)
             let report = try await bench.run()
-            let encoded = try Output.jsonText(report)
+            let encoded = try JSONText.encode(report)
             if let jsonFile { try Data(encoded.utf8).write(to: URL(fileURLWithPath: jsonFile)) }
             print(json ? encoded : ReplicationBench.table(report))
             return

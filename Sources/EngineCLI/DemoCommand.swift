@@ -2,6 +2,7 @@ import ArgumentParser
 import EventLog
 import Foundation
 import Projections
+import Workloads
 
 struct DemoCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -26,7 +27,8 @@ struct DemoCommand: ParsableCommand {
         let simulated = try runSimulation(engine: engine, users: users, days: days, seed: seed)
         print(
             "1. simulate  \(simulated.events) events validated and appended durably in "
-                + String(format: "%.2f s  → %@ events/s", simulated.seconds, Output.number(simulated.eventsPerSecond)))
+                + String(
+                    format: "%.2f s  → %@ events/s", simulated.seconds, ProgressBar.count(simulated.eventsPerSecond)))
 
         let replayStart = ContinuousClock.now
         let replayed = try engine.replay()
@@ -34,7 +36,8 @@ struct DemoCommand: ParsableCommand {
         print(
             "2. replay    \(replayed) events folded into every projection in "
                 + String(
-                    format: "%.2f s  → %@ events/s", replaySeconds, Output.number(Double(replayed) / replaySeconds)))
+                    format: "%.2f s  → %@ events/s", replaySeconds, ProgressBar.count(Double(replayed) / replaySeconds))
+        )
         let liveDigest = engine.stateDigest
 
         let snapshotStart = ContinuousClock.now

@@ -1,23 +1,17 @@
 import Foundation
 import Projections
-import Synchronization
 import Workloads
 
 #if canImport(Glibc)
     import Glibc
 #endif
 
-/// Printing helpers: JSON, aligned tables, and a progress bar that appears only on a terminal.
+/// Printing helpers: JSON, aligned tables, byte counts, errors on stderr.
 enum Output {
     static let isTerminal = ProgressBar.isTerminal
 
     static func json(_ value: some Encodable, pretty: Bool = true) throws {
-        print(try jsonText(value, pretty: pretty))
-    }
-
-    /// `value` as JSON text: keys sorted, slashes left alone, pretty-printed unless `pretty` is false.
-    static func jsonText(_ value: some Encodable, pretty: Bool = true) throws -> String {
-        try JSONText.encode(value, pretty: pretty)
+        print(try JSONText.encode(value, pretty: pretty))
     }
 
     /// Prints rows under a header, each column as wide as its widest cell.
@@ -55,7 +49,6 @@ enum Output {
         return unit == 0 ? "\(count) B" : String(format: "%.1f %@", value, units[unit])
     }
 
-    static func number(_ value: Double) -> String { ProgressBar.count(value) }
 }
 
 /// An error the CLI reports as it is: one message saying what is wrong and what to do; exit status 1.

@@ -2,6 +2,7 @@ import ArgumentParser
 import EventLog
 import Foundation
 import Projections
+import Workloads
 
 struct ReplayCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -51,7 +52,7 @@ struct ReplayCommand: ParsableCommand {
         } else {
             Output.fields([
                 ("events", String(result.events)), ("time", String(format: "%.3f s", result.seconds)),
-                ("rate", Output.number(result.eventsPerSecond) + " events/s"), ("state digest", result.stateDigest),
+                ("rate", ProgressBar.count(result.eventsPerSecond) + " events/s"), ("state digest", result.stateDigest),
                 ("head digest", result.headDigest),
             ])
         }

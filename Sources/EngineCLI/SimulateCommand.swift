@@ -28,7 +28,7 @@ struct SimulateCommand: ParsableCommand {
             "simulated \(report.events) events for \(report.users) users over \(days) days in "
                 + String(
                     format: "%.1f s (%@ events/s, validated and durable)", report.seconds,
-                    Output.number(report.eventsPerSecond)))
+                    ProgressBar.count(report.eventsPerSecond)))
         print("head digest \(engine.store.headDigest)")
     }
 }
