@@ -15,11 +15,12 @@ extension GlobalOptions {
     /// Opens the engine on a read-only open of the log (see ``openLogForReading()``): for queries, audit and
     /// replay, which change nothing and work beside a process that is writing the log. With `loadingSnapshot`
     /// false it folds the whole log once (a replay) instead of loading the newest snapshot. It writes no
-    /// snapshot: the log is read-only.
+    /// snapshot: the log is read-only. A snapshot at the head is decoded one projection at a time, as the
+    /// command's queries need them.
     func openEngineForReading(loadingSnapshot: Bool = true) throws -> Engine {
         let log = try openLogForReading()
         do {
-            let options = Engine.Options(loadsSnapshot: loadingSnapshot, snapshots: .manual)
+            let options = Engine.Options(loadsSnapshot: loadingSnapshot, snapshots: .manual, loadsSectionsLazily: true)
             return Engine.keptUntilExit(try Engine(store: log, options: options))
         } catch {
             try? log.close()

@@ -42,6 +42,20 @@ extension EventLog: EventStore {
         try FileSystem.read(directory + "/" + EventLog.snapshotFileName(position))
     }
 
+    /// The snapshot file, open for positional reads (`pread`); nil when it is missing. The open descriptor keeps
+    /// its bytes readable after a newer snapshot removes the file.
+    /// - Throws: `.io` naming the file and errno when it is there but cannot be opened.
+    public func openSnapshot(at position: Position) throws(EventLogError) -> (any SnapshotFile)? {
+        let path = directory + "/" + EventLog.snapshotFileName(position)
+        let file: FileDescriptor
+        do {
+            file = try FileDescriptor.open(path, flags: O_RDONLY)
+        } catch  where error.errno == ENOENT {
+            return nil
+        }
+        return SnapshotDescriptor(file: file, size: try file.size())
+    }
+
     /// Writes the snapshot file durably (temporary file, fsync, rename, directory fsync), then removes all but
     /// the newest `keep`. Nothing is written unless the disk keeps a segment's worth free after it (at least 64
     /// MiB), for the log's appends.
@@ -71,5 +85,19 @@ extension EventLog {
     /// Whether `name` is the temporary file of a snapshot write that a crash interrupted.
     static func isSnapshotLeftover(_ name: String) -> Bool {
         name.hasPrefix(snapshotPrefix) && name.hasSuffix(snapshotSuffix + ".tmp")
+    }
+}
+
+/// A snapshot file read through its open descriptor.
+struct SnapshotDescriptor: SnapshotFile {
+    let file: FileDescriptor
+    let size: Int
+
+    func read(at offset: Int, count: Int) throws(EventLogError) -> [UInt8] {
+        let bytes = try file.read(at: offset, count: count)
+        guard bytes.count == count else {
+            throw EventLogError(.io, "\(file.path) ends at \(offset + bytes.count), before \(offset + count)")
+        }
+        return bytes
     }
 }

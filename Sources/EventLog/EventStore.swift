@@ -81,6 +81,11 @@ public protocol EventStore: AnyObject, Sendable {
     /// - Throws: a storage error (`.io` with errno) when it is there but cannot be read.
     func readSnapshot(at position: Position) throws(EventLogError) -> [UInt8]?
 
+    /// The snapshot at `position`, opened to be read in pieces, or nil when it is missing. It stays readable
+    /// while the value lives, even if a newer snapshot replaces it meanwhile.
+    /// - Throws: a storage error (`.io` with errno) when it is there but cannot be opened.
+    func openSnapshot(at position: Position) throws(EventLogError) -> (any SnapshotFile)?
+
     /// Stores snapshot bytes for `position` durably, keeping only the newest `keep` snapshots.
     /// - Throws: a storage error (`.noSpace`, `.io`) when they cannot be written; nothing half-written is
     ///   ever taken for a snapshot.
@@ -94,6 +99,11 @@ public protocol EventStore: AnyObject, Sendable {
 extension EventStore {
     /// Nothing: a store without derived data of its own has nothing to note.
     public var notes: [String] { [] }
+
+    /// ``readSnapshot(at:)``, held in memory: for stores that keep their snapshots there.
+    public func openSnapshot(at position: Position) throws(EventLogError) -> (any SnapshotFile)? {
+        try readSnapshot(at: position).map(SnapshotBytes.init)
+    }
 
     /// ``records(at:)``: a store without an index by actor reads the positions one by one.
     public func records(at positions: [Position], ofActor actor: String) throws(EventLogError) -> [Record] {
@@ -171,5 +181,27 @@ public struct StoreSubscription: AsyncSequence, Sendable {
                 guard await store.waitForCommit(after: Position(head)) else { return nil }
             }
         }
+    }
+}
+
+/// A snapshot opened for reading in pieces (``EventStore/openSnapshot(at:)``): its size and positional reads.
+public protocol SnapshotFile: Sendable {
+    /// Its size in bytes.
+    var size: Int { get }
+    /// Exactly `count` bytes from `offset`.
+    /// - Throws: `.io` naming the snapshot (with errno when a read failed), also when it ends before them.
+    func read(at offset: Int, count: Int) throws(EventLogError) -> [UInt8]
+}
+
+/// A snapshot's bytes held in memory.
+public struct SnapshotBytes: SnapshotFile {
+    public let bytes: [UInt8]
+    public init(_ bytes: [UInt8]) { self.bytes = bytes }
+    public var size: Int { bytes.count }
+    public func read(at offset: Int, count: Int) throws(EventLogError) -> [UInt8] {
+        guard offset >= 0, count >= 0, offset <= bytes.count - count else {
+            throw EventLogError(.io, "the snapshot has \(bytes.count) bytes, not \(count) at offset \(offset)")
+        }
+        return Array(bytes[offset..<offset + count])
     }
 }

@@ -68,6 +68,7 @@ extension Engine {
     private func sequence(
         _ events: [EventEnvelope], skipInvalid: Bool, keepingValidParts: Bool
     ) throws(BatchValidationError) -> (Ticket?, ApplyResult) {
+        load(.all)
         defer { submitQueued() }
         return try sequencer.withLock {
             (current: inout ProjectionState) throws(BatchValidationError) -> (Ticket?, ApplyResult) in

@@ -3,59 +3,72 @@ import EventLog
 extension Engine {
     /// The rooms `user` is a member of now, newest activity first, with title, counterpart, last message
     /// and unread count.
-    public func rooms(_ user: UserID) -> [RoomSummary] { query { $0.roomSummaries(user) } }
+    public func rooms(_ user: UserID) -> [RoomSummary] {
+        query(needs: [.chat, .accounts, .activities]) { $0.roomSummaries(user) }
+    }
 
     /// A room's kind, title, sorted members, creation time, live message count and last message; nil if unknown.
-    public func room(_ room: RoomID) -> RoomDetails? { query { $0.roomDetails(room) } }
+    public func room(_ room: RoomID) -> RoomDetails? {
+        query(needs: [.chat, .accounts, .activities]) { $0.roomDetails(room) }
+    }
 
     /// The newest `limit` messages before `before` (a cursor from an earlier page; nil for the newest),
     /// oldest first.
     /// - Throws: `.roomNotFound`, or `.undecodable` for a cursor no page returned.
     public func messages(_ room: RoomID, before: String? = nil, limit: Int = 50) throws(ValidationError) -> MessagePage
     {
-        try read { (s: borrowing ProjectionState) throws(ValidationError) -> MessagePage in
+        try read(needs: [.chat, .accounts, .activities]) {
+            (s: borrowing ProjectionState) throws(ValidationError) -> MessagePage in
             try s.messagePage(room, before: before, limit: limit)
         }
     }
 
     /// A user's friends, sorted by id.
-    public func friends(_ user: UserID) -> [UserID] { query { $0.friendList(user) } }
+    public func friends(_ user: UserID) -> [UserID] { query(needs: .graph) { $0.friendList(user) } }
 
     /// Pending incoming and outgoing friend requests, oldest first.
-    public func requests(_ user: UserID) -> FriendRequests { query { $0.friendRequests(user) } }
+    public func requests(_ user: UserID) -> FriendRequests { query(needs: .graph) { $0.friendRequests(user) } }
 
     /// Friends of friends (not the user, not friends, not blocked either way) with mutual counts, most first.
-    public func connections(_ user: UserID) -> [Connection] { query { $0.connectionList(user) } }
+    public func connections(_ user: UserID) -> [Connection] {
+        query(needs: [.graph, .accounts]) { $0.connectionList(user) }
+    }
 
     /// How `viewer` relates to `user`, with its label.
     public func relationship(_ viewer: UserID, _ user: UserID) -> Relationship {
-        query { $0.relationship(viewer, user) }
+        query(needs: .graph) { $0.relationship(viewer, user) }
     }
 
     /// An activity with its guests and counts; nil if unknown.
-    public func activity(_ activity: ActivityID) -> ActivityView? { query { $0.activityView(activity) } }
+    public func activity(_ activity: ActivityID) -> ActivityView? {
+        query(needs: [.activities, .accounts]) { $0.activityView(activity) }
+    }
 
     /// Activities `user` hosts or is invited to, not cancelled, starting at or after `from`, soonest first.
-    public func feed(_ user: UserID, from: Int64 = .min) -> [FeedItem] { query { $0.feed(user, from: from) } }
+    public func feed(_ user: UserID, from: Int64 = .min) -> [FeedItem] {
+        query(needs: [.activities, .accounts]) { $0.feed(user, from: from) }
+    }
 
     /// WagChat matches for `user`: shared interests, then same city, then mutual friends.
-    public func suggestions(_ user: UserID) -> [Suggestion] { query { $0.suggestionList(user) } }
+    public func suggestions(_ user: UserID) -> [Suggestion] {
+        query(needs: [.graph, .accounts]) { $0.suggestionList(user) }
+    }
 
     /// The gratitude `user` tagged: total, per feeling, history newest first.
-    public func gratitude(_ user: UserID) -> GratitudeSummary { query { $0.gratitudeSummary(user) } }
+    public func gratitude(_ user: UserID) -> GratitudeSummary { query(needs: .gratitude) { $0.gratitudeSummary(user) } }
 
     /// A registered user's profile; nil if unknown.
-    public func profile(_ user: UserID) -> Profile? { query { $0.profile(user) } }
+    public func profile(_ user: UserID) -> Profile? { query(needs: .accounts) { $0.profile(user) } }
 
     /// The user registered with `phone`, if any.
-    public func user(phone: String) -> UserID? { query { $0.user(phone: phone) } }
+    public func user(phone: String) -> UserID? { query(needs: .accounts) { $0.user(phone: phone) } }
 
     /// The user registered with `email` (case-insensitive), if any.
-    public func user(email: String) -> UserID? { query { $0.user(email: email) } }
+    public func user(email: String) -> UserID? { query(needs: .accounts) { $0.user(email: email) } }
 
     /// Counts of what the projections hold.
     public func counts() -> Counts {
-        query { s in
+        query(needs: [.accounts, .chat, .activities, .gratitude]) { s in
             Counts(
                 events: s.position, users: s.accounts.users.lazy.filter(\.isRegistered).count,
                 rooms: s.chat.rooms.count,
@@ -100,7 +113,7 @@ extension Engine {
                         && (filter.until == nil || record.time <= filter.until!)
                 }.prefix(filter.limit))
         } else {
-            let positions = query { s in
+            let positions = query(needs: .audit) { s in
                 s.audit.positions(
                     actor: filter.actor, type: filter.type, since: filter.since, until: filter.until,
                     after: filter.after.rawValue, limit: filter.limit)

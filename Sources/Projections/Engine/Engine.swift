@@ -38,6 +38,11 @@ public final class Engine: Sendable {
     public let openReport: OpenReport
     /// When snapshots are written, and the one being written.
     let snapshots: SnapshotSchedule
+    /// The snapshot the engine opened on, while some of its sections are not decoded yet
+    /// (``Options/loadsSectionsLazily``).
+    let lazySections: PlainMutex<Snapshots.Sections?>
+    /// The raw value of the ``ProjectionSections`` not decoded yet, readable without a lock.
+    let missingSections: Atomic<UInt8>
 
     /// How the engine came up.
     public struct OpenReport: Sendable, Hashable {
@@ -61,9 +66,12 @@ public final class Engine: Sendable {
         var report = OpenReport()
         var state = ProjectionState()
         var newestSnapshot: UInt64 = 0
+        var lazy: Snapshots.Sections?
         if options.loadsSnapshot {
-            if let loaded = Snapshots.loadNewest(store: store, ignored: &report.ignoredSnapshots) {
-                state = loaded
+            if let loaded = Snapshots.loadNewest(
+                store: store, lazily: options.loadsSectionsLazily, ignored: &report.ignoredSnapshots)
+            {
+                (state, lazy) = loaded
                 report.snapshotPosition = Position(state.position)
             }
             newestSnapshot = state.position
@@ -74,7 +82,9 @@ public final class Engine: Sendable {
         let start = state.position
         let clock = ContinuousClock()
         let began = clock.now
-        try Engine.fold(store: store, into: &state)
+        // A snapshot opened lazily is at the head when it was opened: a record another writer appends since
+        // is not folded into a state missing sections.
+        if lazy == nil { try Engine.fold(store: store, into: &state) }
         report.foldDuration = clock.now - began
         report.foldedRecords = state.position - start
         self.store = store
@@ -83,6 +93,8 @@ public final class Engine: Sendable {
         self.durablePosition = Atomic(state.position)
         self.openReport = report
         self.snapshots = SnapshotSchedule(policy: options.snapshots, newest: newestSnapshot)
+        self.lazySections = PlainMutex(lazy)
+        self.missingSections = Atomic(lazy?.missing.rawValue ?? 0)
     }
 
     /// Opens the local log in `directory` (creating it if needed) and starts an engine on it, which writes
@@ -150,7 +162,8 @@ public final class Engine: Sendable {
     /// - Throws: ``ValidationError/Code/storage`` when the store cannot be read (the old state is kept).
     @discardableResult
     public func replay() throws(ValidationError) -> UInt64 {
-        try sequencer.withLock { (speculative: inout ProjectionState) throws(ValidationError) -> UInt64 in
+        load(.all)
+        return try sequencer.withLock { (speculative: inout ProjectionState) throws(ValidationError) -> UInt64 in
             waitUntilDurable(speculative.position)
             var fresh = ProjectionState()
             try Engine.fold(store: store, into: &fresh)
@@ -175,11 +188,11 @@ public final class Engine: Sendable {
 
     /// A digest of all durable projection state (a canonical serialisation hashed with two 64-bit FNV-1a
     /// passes): equal states give equal digests, so live, replayed and snapshot + tail states can be compared.
-    public var stateDigest: String { durable.read { $0.digest() } }
+    public var stateDigest: String { query { $0.digest() } }
 
     /// ``stateDigest`` and the position of the state it digests, read together (a follower may fold on).
     public var positionedStateDigest: (position: Position, digest: String) {
-        durable.read { (Position($0.position), $0.digest()) }
+        query { (Position($0.position), $0.digest()) }
     }
 
     /// What the engine and its store noted in the background, oldest first, one line per kind of failure:
@@ -187,13 +200,18 @@ public final class Engine: Sendable {
     /// index). Nothing noted here failed a command; both are only caches.
     public var notes: [String] { snapshots.notes + store.notes }
 
-    /// Runs `body` on the durable state (shared with other queries, never with the sequencer).
-    func read<T>(_ body: (borrowing ProjectionState) throws(ValidationError) -> T) throws(ValidationError) -> T {
-        try durable.read(body)
+    /// Runs `body` on the durable state (shared with other queries, never with the sequencer), once the
+    /// `sections` it reads are decoded (all unless named).
+    func read<T>(
+        needs sections: ProjectionSections = .all, _ body: (borrowing ProjectionState) throws(ValidationError) -> T
+    ) throws(ValidationError) -> T {
+        load(sections)
+        return try durable.read(body)
     }
 
-    /// ``read(_:)`` for queries that cannot fail.
-    func query<T>(_ body: (borrowing ProjectionState) -> T) -> T {
-        durable.read(body)
+    /// ``read(needs:_:)`` for queries that cannot fail.
+    func query<T>(needs sections: ProjectionSections = .all, _ body: (borrowing ProjectionState) -> T) -> T {
+        load(sections)
+        return durable.read(body)
     }
 }

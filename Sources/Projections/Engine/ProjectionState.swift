@@ -125,25 +125,11 @@ struct ProjectionState {
 
 extension ProjectionState {
     /// The version of the snapshot encoding; a snapshot of any other version is ignored.
-    static let snapshotFormatVersion: UInt32 = 3
+    static let snapshotFormatVersion: UInt32 = 4
 
-    /// The canonical serialisation of the whole state (deterministic: sets and dictionaries sorted).
-    func encodedState() -> [UInt8] {
-        // About 80 bytes per event on the simulated week: room for that, so that 100 MB are not copied on growth.
-        var writer = ByteWriter(capacity: max(1 << 16, Int(min(position, 1 << 26)) * 96))
-        writer.varint(position)
-        users.write(to: &writer)
-        rooms.write(to: &writer)
-        messageIDs.write(to: &writer)
-        activityIDs.write(to: &writer)
-        accounts.write(to: &writer)
-        graph.write(to: &writer)
-        chat.write(to: &writer)
-        activities.write(to: &writer)
-        gratitude.write(to: &writer)
-        audit.write(to: &writer)
-        return writer.bytes
-    }
+    /// The canonical serialisation of the whole state (deterministic: sets and dictionaries sorted): the
+    /// ``SnapshotPart``s in order.
+    func encodedState() -> [UInt8] { encodedParts().bytes }
 
     /// Rebuilds state (and every derived index) from ``encodedState()``.
     init(encodedState bytes: [UInt8]) throws(ByteReaderError) { try self.init(encodedState: bytes[...]) }
@@ -154,29 +140,12 @@ extension ProjectionState {
             .get()
     }
 
-    /// Rebuilds state from bytes holding ``encodedState()`` (a snapshot file's body, mapped, without copying it).
+    /// Rebuilds state from bytes holding ``encodedState()`` (a snapshot file's body, without copying it).
     init(encodedState bytes: UnsafeRawBufferPointer) throws(ByteReaderError) {
         self = try ByteReader.reading(bytes) { (reader: inout ByteReader) throws(ByteReaderError) -> ProjectionState in
             var state = ProjectionState()
-            state.position = try reader.varint()
-            state.users = try Interner(reading: &reader)
-            state.rooms = try Interner(reading: &reader)
-            state.messageIDs = try Interner(reading: &reader)
-            state.activityIDs = try Interner(reading: &reader)
-            let userCount = state.users.count
-            state.auditActorOfUser = Array(repeating: -1, count: userCount)
-            state.accounts = try AccountsProjection(reading: &reader)
-            state.graph = try GraphProjection(reading: &reader)
-            state.chat = try ChatProjection(reading: &reader, userCount: userCount)
-            state.activities = try ActivitiesProjection(reading: &reader, userCount: userCount)
-            state.gratitude = try GratitudeProjection(reading: &reader)
-            state.audit = try AuditProjection(reading: &reader)
-            guard state.accounts.users.count == userCount, state.graph.friends.count == userCount,
-                state.gratitude.byAuthor.count == userCount, state.chat.rooms.count == state.rooms.count,
-                state.chat.messages.count == state.messageIDs.count,
-                state.activities.activities.count == state.activityIDs.count,
-                UInt64(state.audit.count) == state.position
-            else { throw ByteReaderError(description: "snapshot sections disagree on their sizes") }
+            for part in SnapshotPart.allCases { try state.read(part, from: &reader) }
+            try state.checkSizes(of: .all)
             guard reader.isAtEnd else { throw ByteReaderError(description: "trailing bytes after the snapshot state") }
             return state
         }

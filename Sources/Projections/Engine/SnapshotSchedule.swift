@@ -14,9 +14,18 @@ extension Engine {
         /// Makes a value from its fields. By default the engine writes snapshots by itself
         /// (``SnapshotPolicy/automatic``), as the writer of a local log should: an engine on a read-only store,
         /// or one that keeps its snapshots elsewhere, passes ``SnapshotPolicy/manual``.
-        public init(loadsSnapshot: Bool = true, snapshots: SnapshotPolicy = .automatic) {
+        /// When the newest snapshot is at the store's head, decode each projection's section of it only when
+        /// something first needs that projection (a profile query decodes the accounts, not the chat history).
+        /// Commands, following and replays decode every section first. With a tail to fold after the snapshot,
+        /// every section is decoded at once.
+        public var loadsSectionsLazily: Bool
+
+        public init(
+            loadsSnapshot: Bool = true, snapshots: SnapshotPolicy = .automatic, loadsSectionsLazily: Bool = false
+        ) {
             self.loadsSnapshot = loadsSnapshot
             self.snapshots = snapshots
+            self.loadsSectionsLazily = loadsSectionsLazily
         }
     }
 
@@ -92,6 +101,11 @@ final class SnapshotSchedule: Sendable {
 
     /// Keeps a note for ``Engine/notes`` that a snapshot was not written `doing` something: one line per kind
     /// of failure (see ``BackgroundNotes``).
+    /// Notes `line`, counted with others of its `key`.
+    func note(_ line: String, key: String) {
+        state.withLock { $0.notes.add(line, key: key) }
+    }
+
     func note(_ error: ValidationError, doing: String) {
         state.withLock { $0.notes.add("no snapshot written \(doing): \(error.message)", key: Self.key(doing, error)) }
     }

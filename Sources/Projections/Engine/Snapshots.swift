@@ -6,95 +6,204 @@ import EventLog
 /// Bytes:
 /// ```
 /// magic "PRLYSNAP" (8) · format version UInt32 LE · position UInt64 LE · event id at that position (16)
-/// · state length UInt64 LE · checksum of the state UInt64 LE (`WordChecksum`) · state bytes
-/// (`ProjectionState.encodedState`)
+/// · part count UInt32 LE · per part: length UInt64 LE, checksum UInt64 LE (`WordChecksum`)
+/// · checksum of all the bytes before it UInt64 LE · the parts, in order
 /// ```
+/// The parts are the ``SnapshotPart``s of ``ProjectionState/encodedState()``: together, exactly its bytes. Each
+/// has its own checksum, so one projection's section can be read and checked without the rest.
+///
 /// On open, a snapshot that is damaged, of another version, ahead of the log, or whose event id disagrees with
 /// the log is ignored.
 enum Snapshots {
     static let magic: [UInt8] = Array("PRLYSNAP".utf8)
     /// How many snapshots are kept after a new one is written.
     static let kept = 2
+    /// The bytes before the part table.
+    static let fixedHeader = 8 + 4 + 8 + 16 + 4
+
     static func encode(_ state: ProjectionState, eventID: EventID) -> [UInt8] {
-        let body = state.encodedState()
-        var writer = ByteWriter(capacity: body.count + 64)
+        let (body, ends) = state.encodedParts()
+        var writer = ByteWriter(capacity: body.count + fixedHeader + 16 * ends.count + 8)
         writer.bytes.append(contentsOf: magic)
         writer.fixed32(ProjectionState.snapshotFormatVersion)
         writer.fixed64(state.position)
         writer.bytes.append(contentsOf: eventID.bytes)
-        writer.fixed64(UInt64(body.count))
-        writer.fixed64(WordChecksum.hash(body[...]))
+        writer.fixed32(UInt32(ends.count))
+        body.withUnsafeBytes { raw in
+            var start = 0
+            for end in ends {
+                writer.fixed64(UInt64(end - start))
+                writer.fixed64(WordChecksum.hash(UnsafeRawBufferPointer(rebasing: raw[start..<end])))
+                start = end
+            }
+        }
+        writer.fixed64(WordChecksum.hash(writer.bytes[...]))
         writer.bytes.append(contentsOf: body)
         return writer.bytes
     }
 
-    /// Decodes a snapshot file's bytes; throws a description of why it cannot be trusted.
-    static func decode(_ bytes: UnsafeRawBufferPointer, store: any EventStore) throws(ByteReaderError)
-        -> ProjectionState
-    {
-        let header = 8 + 4 + 8 + 16 + 8 + 8
-        guard bytes.count >= header, Array(bytes[0..<8]) == magic else {
-            throw ByteReaderError(description: "not a snapshot file")
-        }
-        let (version, position, id, length, checksum) = try ByteReader.reading(Array(bytes[8..<header])) {
-            (r: inout ByteReader) throws(ByteReaderError) in
-            let version = try r.fixed32()
-            let position = try r.fixed64()
-            var idBytes: [UInt8] = []
-            for _ in 0..<16 { idBytes.append(try r.byte()) }
-            return (version, position, idBytes, try r.fixed64(), try r.fixed64())
-        }
-        guard version == ProjectionState.snapshotFormatVersion else {
-            throw ByteReaderError(
-                description:
-                    "snapshot format version \(version), this build reads \(ProjectionState.snapshotFormatVersion)")
-        }
-        guard position <= store.head.rawValue else {
-            throw ByteReaderError(description: "snapshot at \(position) is ahead of the log head \(store.head)")
-        }
-        guard UInt64(bytes.count - header) == length else {
-            throw ByteReaderError(description: "snapshot is truncated")
-        }
-        let body = UnsafeRawBufferPointer(rebasing: bytes[header...])
-        guard WordChecksum.hash(body) == checksum else {
-            throw ByteReaderError(description: "snapshot checksum mismatch")
-        }
-        if position > 0 {
-            let record: Record?
-            do throws(EventLogError) {
-                record = try store.records(at: [Position(position)]).first
-            } catch {
-                throw ByteReaderError(description: "cannot read position \(position) of the log: \(error.message)")
+    /// A snapshot's header, read and checked: where each part lies in the file and its checksum.
+    struct Header: Sendable {
+        var position: UInt64
+        /// Each part's offset in the file, its length and its checksum, by ``SnapshotPart`` order.
+        var parts: [(offset: Int, length: Int, checksum: UInt64)]
+        /// Where the parts begin.
+        var size: Int
+
+        /// Reads and checks the header of `file` against `store`: version, checksum, sizes, and that the log
+        /// holds at the snapshot's position the event the snapshot saw.
+        init(_ file: any SnapshotFile, store: any EventStore) throws(ByteReaderError) {
+            let partCount = SnapshotPart.allCases.count
+            size = fixedHeader + 16 * partCount + 8
+            guard file.size >= fixedHeader else { throw ByteReaderError(description: "not a snapshot file") }
+            let bytes = try Snapshots.read(file, at: 0, count: min(size, file.size))
+            guard Array(bytes[0..<8]) == magic else { throw ByteReaderError(description: "not a snapshot file") }
+            let version = try ByteReader.reading(bytes[8..<12]) { (r: inout ByteReader) throws(ByteReaderError) in
+                try r.fixed32()
             }
-            guard let record, record.id.bytes == id else {
-                throw ByteReaderError(description: "the log's event at \(position) is not the one the snapshot saw")
+            guard version == ProjectionState.snapshotFormatVersion else {
+                throw ByteReaderError(
+                    description:
+                        "snapshot format version \(version), this build reads \(ProjectionState.snapshotFormatVersion)")
+            }
+            guard bytes.count == size else { throw ByteReaderError(description: "snapshot is truncated") }
+            var offset = size
+            var parts: [(offset: Int, length: Int, checksum: UInt64)] = []
+            let (position, id, count, checksum) = try ByteReader.reading(bytes[12...]) {
+                (r: inout ByteReader) throws(ByteReaderError) in
+                let position = try r.fixed64()
+                var id: [UInt8] = []
+                for _ in 0..<16 { id.append(try r.byte()) }
+                let count = try r.fixed32()
+                for _ in 0..<partCount {
+                    let length = try r.fixed64()
+                    guard length <= UInt64(Int.max - offset) else {
+                        throw ByteReaderError(description: "snapshot part length \(length) is impossible")
+                    }
+                    parts.append((offset, Int(length), try r.fixed64()))
+                    offset += Int(length)
+                }
+                return (position, id, count, try r.fixed64())
+            }
+            guard WordChecksum.hash(bytes[..<(size - 8)]) == checksum else {
+                throw ByteReaderError(description: "snapshot header checksum mismatch")
+            }
+            guard count == partCount else {
+                throw ByteReaderError(description: "snapshot has \(count) parts, this build reads \(partCount)")
+            }
+            guard offset == file.size else { throw ByteReaderError(description: "snapshot is truncated") }
+            guard position <= store.head.rawValue else {
+                throw ByteReaderError(description: "snapshot at \(position) is ahead of the log head \(store.head)")
+            }
+            if position > 0 {
+                let record: Record?
+                do throws(EventLogError) {
+                    record = try store.records(at: [Position(position)]).first
+                } catch {
+                    throw ByteReaderError(description: "cannot read position \(position) of the log: \(error.message)")
+                }
+                guard let record, record.id.bytes == id else {
+                    throw ByteReaderError(description: "the log's event at \(position) is not the one the snapshot saw")
+                }
+            }
+            self.position = position
+            self.parts = parts
+        }
+
+        /// Decodes the whole state: every part, each checked against its checksum.
+        func decodeAll(_ file: any SnapshotFile) throws(ByteReaderError) -> ProjectionState {
+            let body = try Snapshots.read(file, at: size, count: file.size - size)
+            let decoded: Result<ProjectionState, ByteReaderError> = body.withUnsafeBytes { raw in
+                Result { () throws(ByteReaderError) in
+                    for (part, range) in zip(SnapshotPart.allCases, parts) {
+                        let bytes = UnsafeRawBufferPointer(rebasing: raw[(range.offset - size)...].prefix(range.length))
+                        guard WordChecksum.hash(bytes) == range.checksum else { throw mismatch(part) }
+                    }
+                    return try ProjectionState(encodedState: raw)
+                }
+            }
+            let state = try decoded.get()
+            guard state.position == position else { throw ByteReaderError(description: "snapshot position disagrees") }
+            return state
+        }
+
+        /// Decodes `parts` into `state`, each checked against its checksum.
+        func decode(_ parts: [SnapshotPart], from file: any SnapshotFile, into state: inout ProjectionState)
+            throws(ByteReaderError)
+        {
+            for part in parts {
+                let range = self.parts[part.rawValue]
+                let bytes = try Snapshots.read(file, at: range.offset, count: range.length)
+                guard WordChecksum.hash(bytes[...]) == range.checksum else { throw mismatch(part) }
+                try ByteReader.reading(bytes) { (r: inout ByteReader) throws(ByteReaderError) in
+                    try state.read(part, from: &r)
+                    guard r.isAtEnd else {
+                        throw ByteReaderError(description: "trailing bytes after snapshot part \(part)")
+                    }
+                }
             }
         }
-        let state = try ProjectionState(encodedState: body)
-        guard state.position == position else { throw ByteReaderError(description: "snapshot position disagrees") }
-        return state
+
+        private func mismatch(_ part: SnapshotPart) -> ByteReaderError {
+            ByteReaderError(description: "snapshot checksum mismatch in part \(part)")
+        }
     }
 
-    /// The newest snapshot that can be trusted, or nil; `ignored` collects why others were skipped.
-    static func loadNewest(store: any EventStore, ignored: inout [String]) -> ProjectionState? {
+    static func read(_ file: any SnapshotFile, at offset: Int, count: Int) throws(ByteReaderError) -> [UInt8] {
+        do throws(EventLogError) {
+            return try file.read(at: offset, count: count)
+        } catch {
+            throw ByteReaderError(description: "unreadable: \(error.message)")
+        }
+    }
+
+    /// A snapshot loaded with only its users' ids decoded, and what it takes to decode the rest.
+    struct Sections: Sendable {
+        let file: any SnapshotFile
+        let header: Header
+        /// The sections not decoded yet.
+        var missing: ProjectionSections
+
+        /// Decodes `sections` into a copy of `base` (the state the users' ids were decoded into).
+        func decode(_ sections: ProjectionSections, base: ProjectionState) throws(ByteReaderError) -> ProjectionState {
+            var state = base
+            try header.decode(sections.parts, from: file, into: &state)
+            try state.checkSizes(of: sections)
+            return state
+        }
+    }
+
+    /// The newest snapshot that can be trusted, decoded, or nil; `ignored` collects why others were skipped.
+    /// With `lazily`, a snapshot at the store's head is returned with only the users' ids decoded, and the
+    /// sections left to decode.
+    static func loadNewest(store: any EventStore, lazily: Bool, ignored: inout [String]) -> (
+        state: ProjectionState, sections: Sections?
+    )? {
         for position in store.snapshotPositions() {
-            let bytes: [UInt8]?
+            let file: (any SnapshotFile)?
             do throws(EventLogError) {
-                bytes = try store.readSnapshot(at: position)
+                file = try store.openSnapshot(at: position)
             } catch {
                 ignored.append("snapshot at \(position): unreadable: \(error.message)")
                 continue
             }
-            guard let bytes else {
+            guard let file else {
                 ignored.append("snapshot at \(position): removed while the engine opened")
                 continue
             }
-            let decoded: Result<ProjectionState, ByteReaderError> = bytes.withUnsafeBytes { raw in
-                Result { () throws(ByteReaderError) in try decode(raw, store: store) }
-            }
-            switch decoded {
-            case .success(let state): return state
-            case .failure(let error): ignored.append("snapshot at \(position): \(error.description)")
+            do throws(ByteReaderError) {
+                let header = try Header(file, store: store)
+                guard lazily, header.position == store.head.rawValue else {
+                    return (try header.decodeAll(file), nil)
+                }
+                var state = ProjectionState()
+                try header.decode(SnapshotPart.base, from: file, into: &state)
+                guard state.position == header.position else {
+                    throw ByteReaderError(description: "snapshot position disagrees")
+                }
+                return (state, Sections(file: file, header: header, missing: .all))
+            } catch {
+                ignored.append("snapshot at \(position): \(error.description)")
             }
         }
         return nil
@@ -102,6 +211,49 @@ enum Snapshots {
 }
 
 extension Engine {
+    /// Decodes the sections in `needed` that the snapshot the engine opened on still holds undecoded (see
+    /// ``Options/loadsSectionsLazily``); returns at once when they are decoded. A section that cannot be read
+    /// or fails its checksum is noted, and the whole log is folded instead, as a replay.
+    func load(_ needed: ProjectionSections) {
+        guard missingSections.load(ordering: .acquiring) & needed.rawValue != 0 else { return }
+        lazySections.withLock { lazy in
+            guard var sections = lazy else { return }
+            let wanted = sections.missing.intersection(needed)
+            guard !wanted.isEmpty else { return }
+            let base = durable.read { (s: borrowing ProjectionState) -> ProjectionState in
+                var base = ProjectionState()
+                base.position = s.position
+                base.users = s.users
+                return base
+            }
+            do throws(ByteReaderError) {
+                let decoded = try sections.decode(wanted, base: base)
+                durable.write { $0.install(wanted, from: decoded) }
+                sequencer.withLock { $0.install(wanted, from: decoded) }
+                sections.missing.subtract(wanted)
+            } catch {
+                let position = sections.header.position
+                snapshots.note(
+                    "the snapshot at \(position) could not be read (\(error.description)): the whole log was folded "
+                        + "instead", key: "lazy section")
+                var fresh = ProjectionState()
+                do throws(ValidationError) {
+                    try Engine.fold(store: store, into: &fresh)
+                } catch let failure {
+                    fatalError(
+                        "the snapshot at \(position) could not be read (\(error.description)) and the log could not "
+                            + "be folded instead: \(failure.message)")
+                }
+                sequencer.withLock { $0 = fresh }
+                durable.write { $0 = fresh }
+                durablePosition.store(fresh.position, ordering: .releasing)
+                sections.missing = []
+            }
+            missingSections.store(sections.missing.rawValue, ordering: .releasing)
+            lazy = sections.missing.isEmpty ? nil : sections
+        }
+    }
+
     /// Stores a snapshot of all durable projection state at the current position with the store (keeping the
     /// newest two). Returns the snapshot's position. Waits for a snapshot being written in the background.
     /// - Throws: ``ValidationError/Code/storage`` (with the store's error) when it cannot be written durably.

@@ -1,0 +1,138 @@
+import EventLog
+
+/// The projections of an engine's state, each a section of a snapshot that can be decoded on its own.
+///
+/// Every section relies on the users' ids, which are always decoded. An engine opened with
+/// ``Engine/Options/loadsSectionsLazily`` on a snapshot at the log's head decodes a section the first time a
+/// query needs it, so a profile query decodes the accounts and not a week of chat history.
+public struct ProjectionSections: OptionSet, Sendable, Hashable {
+    public let rawValue: UInt8
+    public init(rawValue: UInt8) { self.rawValue = rawValue }
+
+    /// Accounts and profiles: who registered, how, and with which phone and e-mail.
+    public static let accounts = ProjectionSections(rawValue: 1 << 0)
+    /// Friends, requests and blocks.
+    public static let graph = ProjectionSections(rawValue: 1 << 1)
+    /// Rooms, members, messages, reads and reactions.
+    public static let chat = ProjectionSections(rawValue: 1 << 2)
+    /// Activities, guests and answers.
+    public static let activities = ProjectionSections(rawValue: 1 << 3)
+    /// Gratitude entries.
+    public static let gratitude = ProjectionSections(rawValue: 1 << 4)
+    /// Who did what, when: the audit index.
+    public static let audit = ProjectionSections(rawValue: 1 << 5)
+    /// Every section.
+    public static let all: ProjectionSections = [.accounts, .graph, .chat, .activities, .gratitude, .audit]
+
+    /// The single sections this set holds.
+    var elements: [ProjectionSections] {
+        (0..<6).map { ProjectionSections(rawValue: 1 << $0) }.filter { contains($0) }
+    }
+
+    /// The snapshot parts this section is made of (for a single section).
+    var parts: [SnapshotPart] {
+        switch self {
+        case .accounts: [.accounts]
+        case .graph: [.graph]
+        case .chat: [.rooms, .messageIDs, .chat]
+        case .activities: [.activityIDs, .activities]
+        case .gratitude: [.gratitude]
+        case .audit: [.audit]
+        default: elements.flatMap(\.parts)
+        }
+    }
+}
+
+/// The parts of ``ProjectionState/encodedState()``, in the order they are written. A snapshot records where
+/// each ends and a checksum of each, so that one section can be read and checked without the others.
+enum SnapshotPart: Int, CaseIterable {
+    case position, users, rooms, messageIDs, activityIDs, accounts, graph, chat, activities, gratitude, audit
+
+    /// The parts every section needs: the position and the users' ids.
+    static let base: [SnapshotPart] = [.position, .users]
+}
+
+extension ProjectionState {
+    /// ``encodedState()`` and where each ``SnapshotPart`` ends in it.
+    func encodedParts() -> (bytes: [UInt8], partEnds: [Int]) {
+        // About 80 bytes per event on the simulated week: room for that, so that 100 MB are not copied on growth.
+        var writer = ByteWriter(capacity: max(1 << 16, Int(min(position, 1 << 26)) * 96))
+        var ends: [Int] = []
+        for part in SnapshotPart.allCases {
+            write(part, to: &writer)
+            ends.append(writer.bytes.count)
+        }
+        return (writer.bytes, ends)
+    }
+
+    private func write(_ part: SnapshotPart, to writer: inout ByteWriter) {
+        switch part {
+        case .position: writer.varint(position)
+        case .users: users.write(to: &writer)
+        case .rooms: rooms.write(to: &writer)
+        case .messageIDs: messageIDs.write(to: &writer)
+        case .activityIDs: activityIDs.write(to: &writer)
+        case .accounts: accounts.write(to: &writer)
+        case .graph: graph.write(to: &writer)
+        case .chat: chat.write(to: &writer)
+        case .activities: activities.write(to: &writer)
+        case .gratitude: gratitude.write(to: &writer)
+        case .audit: audit.write(to: &writer)
+        }
+    }
+
+    /// Decodes one part from `reader` into this state; the users' ids must be decoded before any section.
+    mutating func read(_ part: SnapshotPart, from reader: inout ByteReader) throws(ByteReaderError) {
+        switch part {
+        case .position: position = try reader.varint()
+        case .users:
+            users = try Interner(reading: &reader)
+            auditActorOfUser = Array(repeating: -1, count: users.count)
+        case .rooms: rooms = try Interner(reading: &reader)
+        case .messageIDs: messageIDs = try Interner(reading: &reader)
+        case .activityIDs: activityIDs = try Interner(reading: &reader)
+        case .accounts: accounts = try AccountsProjection(reading: &reader)
+        case .graph: graph = try GraphProjection(reading: &reader)
+        case .chat: chat = try ChatProjection(reading: &reader, userCount: users.count)
+        case .activities: activities = try ActivitiesProjection(reading: &reader, userCount: users.count)
+        case .gratitude: gratitude = try GratitudeProjection(reading: &reader)
+        case .audit: audit = try AuditProjection(reading: &reader)
+        }
+    }
+
+    /// Checks that the decoded `sections` agree in size with the users' ids, the interned ids and the position.
+    func checkSizes(of sections: ProjectionSections) throws(ByteReaderError) {
+        let userCount = users.count
+        var agree = true
+        for section in sections.elements {
+            switch section {
+            case .accounts: agree = agree && accounts.users.count == userCount
+            case .graph: agree = agree && graph.friends.count == userCount
+            case .chat: agree = agree && chat.rooms.count == rooms.count && chat.messages.count == messageIDs.count
+            case .activities: agree = agree && activities.activities.count == activityIDs.count
+            case .gratitude: agree = agree && gratitude.byAuthor.count == userCount
+            default: agree = agree && UInt64(audit.count) == position
+            }
+        }
+        guard agree else { throw ByteReaderError(description: "snapshot sections disagree on their sizes") }
+    }
+
+    /// Moves `sections` of `other` (decoded from the same snapshot) into this state.
+    mutating func install(_ sections: ProjectionSections, from other: ProjectionState) {
+        for section in sections.elements {
+            switch section {
+            case .accounts: accounts = other.accounts
+            case .graph: graph = other.graph
+            case .chat:
+                rooms = other.rooms
+                messageIDs = other.messageIDs
+                chat = other.chat
+            case .activities:
+                activityIDs = other.activityIDs
+                activities = other.activities
+            case .gratitude: gratitude = other.gratitude
+            default: audit = other.audit
+            }
+        }
+    }
+}
