@@ -239,6 +239,23 @@ func sampleAnswers(_ engine: Engine) throws -> String {
             #expect(decoded.encodedState() == bytes)
             #expect(decoded.digest() == engine.stateDigest)
             #expect(throws: ByteReaderError.self) { try ProjectionState(encodedState: Array(bytes.dropLast(4))) }
+            // The digest hashes the encoding in pieces; the pieces make exactly the whole, and the digest is the
+            // two FNV-1a hashes of the whole (the second started with 0x5a), as written out here.
+            for size in [1, 64, 1 << 18] {
+                var pieces: [UInt8] = []
+                var count = 0
+                state.encodeState(inPiecesOf: size) { piece in
+                    pieces += piece
+                    count += 1
+                }
+                #expect(pieces == bytes)
+                #expect(size > 1 || count >= SnapshotPart.allCases.count + state.chat.messages.count)
+            }
+            var (a, b): (UInt64, UInt64) = (0xcbf2_9ce4_8422_2325, 0xcbf2_9ce4_8422_2325)
+            for byte in [0x5a] + bytes { b = (b ^ UInt64(byte)) &* 0x100_0000_01b3 }
+            for byte in bytes { a = (a ^ UInt64(byte)) &* 0x100_0000_01b3 }
+            let hex = { (value: UInt64) in String(format: "%016llx", value) }
+            #expect(state.digest() == hex(a) + hex(b))
         }
     }
 }

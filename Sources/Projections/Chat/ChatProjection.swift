@@ -200,9 +200,12 @@ struct ChatProjection {
 
     // MARK: Snapshot
 
-    func write(to writer: inout ByteWriter) {
+    /// Writes the chat's snapshot section; `flush` is called before each room and message, so that a caller
+    /// may take the bytes written so far.
+    func write(to writer: inout ByteWriter, flushing flush: (inout ByteWriter) -> Void = { _ in }) {
         writer.count(rooms.count)
         for room in rooms {
+            flush(&writer)
             writer.rawEnum(room.kind)
             writer.optionalString(room.name)
             writer.signed(Int64(room.createdBy))
@@ -220,6 +223,7 @@ struct ChatProjection {
         }
         writer.count(messages.count)
         for message in messages {
+            flush(&writer)
             writer.signed(Int64(message.room))
             writer.signed(Int64(message.sender))
             writer.rawEnum(message.kind)

@@ -65,6 +65,26 @@ extension ProjectionState {
         return (writer.bytes, ends)
     }
 
+    /// Calls `consume` with ``encodedState()`` in order, in pieces of about `size` bytes (the chat's messages, most
+    /// of it, are cut between messages), so that the whole never needs to be in memory at once.
+    func encodeState(inPiecesOf size: Int, _ consume: ([UInt8]) -> Void) {
+        var writer = ByteWriter(capacity: size + (1 << 16))
+        func flush(_ writer: inout ByteWriter) {
+            guard writer.bytes.count >= size else { return }
+            consume(writer.bytes)
+            writer.bytes.removeAll(keepingCapacity: true)
+        }
+        for part in SnapshotPart.allCases {
+            if part == .chat {
+                chat.write(to: &writer, flushing: flush)
+            } else {
+                write(part, to: &writer)
+            }
+            flush(&writer)
+        }
+        if !writer.bytes.isEmpty { consume(writer.bytes) }
+    }
+
     private func write(_ part: SnapshotPart, to writer: inout ByteWriter) {
         switch part {
         case .position: writer.varint(position)

@@ -1,3 +1,4 @@
+import Dispatch
 import EventLog
 
 /// All projection state at a position: the interned ids and every projection. A value type, so a copy
@@ -151,15 +152,39 @@ extension ProjectionState {
         }
     }
 
-    /// A digest of the canonical serialisation: equal states give equal digests.
+    /// A digest of the canonical serialisation: equal states give equal digests. The encoding is hashed a piece
+    /// at a time on a second thread while this one encodes the next (never whole in memory): on the demo's week
+    /// that takes the digest from ~0.35 s to about the encoding's own time.
     func digest() -> String {
         // A second hash with a different start makes accidental collisions between two states unlikely.
-        let (a, b) = FNV1a64.hash(encodedState(), andAfter: [0x5a])
-        return hex(a) + hex(b)
+        let hasher = PipelinedDigest()
+        encodeState(inPiecesOf: 1 << 18) { piece in hasher.add(piece) }
+        let pair = hasher.finish()
+        return hex(pair.first) + hex(pair.second)
     }
 
     private func hex(_ value: UInt64) -> String {
         let text = String(value, radix: 16)
         return String(repeating: "0", count: 16 - text.count) + text
     }
+}
+
+/// The state digest's two FNV-1a hashes, fed pieces of the encoding in order and run on a queue of their own.
+private final class PipelinedDigest: @unchecked Sendable {
+    // `pair` is touched only on `queue`, which runs the pieces in the order they were added.
+    private var pair = FNV1a64Pair(secondAfter: [0x5a])
+    private let queue = DispatchQueue(label: "parley.state-digest")
+    /// Bounds the pieces waiting to be hashed (and so the memory they hold).
+    private let waiting = DispatchSemaphore(value: 4)
+
+    func add(_ piece: [UInt8]) {
+        waiting.wait()
+        queue.async {
+            piece.withUnsafeBytes { self.pair.update($0) }
+            self.waiting.signal()
+        }
+    }
+
+    /// The hashes once every piece added is hashed.
+    func finish() -> FNV1a64Pair { queue.sync { pair } }
 }

@@ -189,36 +189,27 @@ struct ByteReader: ~Copyable {
     }
 }
 
-/// A 64-bit FNV-1a hash, stable across runs and machines; used for state digests.
-struct FNV1a64 {
-    private(set) var value: UInt64 = 0xcbf2_9ce4_8422_2325
+/// Two 64-bit FNV-1a hashes over the same bytes, one of them started with a prefix, stable across runs and
+/// machines; used for state digests. Fed in pieces, in one pass: each hash is a chain of dependent multiplies,
+/// and two side by side take about the time of one.
+struct FNV1a64Pair {
+    static let offsetBasis: UInt64 = 0xcbf2_9ce4_8422_2325
+    static let prime: UInt64 = 0x100_0000_01b3
+    private(set) var first = offsetBasis
+    private(set) var second = offsetBasis
 
-    init() {}
-
-    mutating func update(_ bytes: [UInt8]) {
-        var v = value
-        for byte in bytes { v = (v ^ UInt64(byte)) &* 0x100_0000_01b3 }
-        value = v
+    /// Starts the second hash with `prefix`.
+    init(secondAfter prefix: [UInt8]) {
+        for byte in prefix { second = (second ^ UInt64(byte)) &* Self.prime }
     }
 
-    static func hash(_ bytes: [UInt8]) -> UInt64 {
-        var hasher = FNV1a64()
-        hasher.update(bytes)
-        return hasher.value
-    }
-
-    /// The hash of `bytes`, and the hash of `prefix` followed by `bytes`, in one pass over `bytes`: each hash is
-    /// a chain of dependent multiplies, and two side by side take about the time of one.
-    static func hash(_ bytes: [UInt8], andAfter prefix: [UInt8]) -> (UInt64, UInt64) {
-        var second = FNV1a64()
-        second.update(prefix)
-        var a = FNV1a64().value
-        var b = second.value
+    mutating func update(_ bytes: UnsafeRawBufferPointer) {
+        var (a, b) = (first, second)
         for byte in bytes {
-            a = (a ^ UInt64(byte)) &* 0x100_0000_01b3
-            b = (b ^ UInt64(byte)) &* 0x100_0000_01b3
+            a = (a ^ UInt64(byte)) &* Self.prime
+            b = (b ^ UInt64(byte)) &* Self.prime
         }
-        return (a, b)
+        (first, second) = (a, b)
     }
 }
 
