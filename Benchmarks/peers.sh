@@ -4,12 +4,12 @@
 #   Benchmarks/peers.sh [--quick] [--out FILE.json] [--seconds N] [--no-ceilings] [--skip-build]
 #
 # Installs what is missing with apt-get (postgresql-15, redis-server, libsqlite3-dev; sudo when not root), builds
-# `parley` and `parley-peers` in release mode, starts throwaway servers on 127.0.0.1 only, on free ports, in a
-# temporary directory (PostgreSQL: fsync=on, synchronous_commit=on; Redis: appendonly yes, appendfsync always, no
-# RDB snapshots), runs every workload (parley-peers runs `parley bench` first for Parley's figures and this
-# machine's limits), prints the table, writes the JSON report, and stops the servers by pid, also on failure or
-# interrupt. --quick runs Parley and SQLite at small sizes (well under a minute once built): what a test or CI
-# runs to check the output's shape, never its speed. --seconds caps each timed peer run (default 20);
+# `parley-peers` in release mode, starts throwaway servers on 127.0.0.1 only, on free ports, in a temporary
+# directory (PostgreSQL: fsync=on, synchronous_commit=on; Redis: appendonly yes, appendfsync always, no RDB
+# snapshots), runs every workload (first `parley bench`'s own workloads, in a child process, for Parley's figures
+# and this machine's limits), prints the table, writes the JSON report, and stops the servers by pid, also on
+# failure or interrupt. --quick runs Parley and SQLite at small sizes (well under a minute once built): what a test or CI
+# runs to check the output's shape, never its speed. --seconds caps each timed peer run (default 10);
 # --skip-build reuses the release binaries. Draw the chart: python3 Benchmarks/plot_peers.py FILE.json FILE.png.
 set -euo pipefail
 
@@ -49,14 +49,12 @@ if [ "${#missing[@]}" -gt 0 ]; then
     $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >&2
 fi
 
-# --- build (both products in this package's build directory: one release build of the shared modules) ---------
+# --- build (parley-peers runs Parley's workloads itself: no `parley` build, with its server, is needed) ------------
 if [ "$build" -eq 1 ]; then
-    echo "Building parley and parley-peers (release)…" >&2
-    swift build -c release --package-path "$here" --product parley >&2
+    echo "Building parley-peers (release)…" >&2
     swift build -c release --package-path "$here" --product parley-peers >&2
 fi
 bin="$(swift build -c release --package-path "$here" --show-bin-path)"
-parley="$bin/parley"
 peers="$bin/parley-peers"
 
 # --- throwaway servers -------------------------------------------------------------------------------------------
@@ -94,7 +92,7 @@ free_port() {
     done
 }
 
-args=(--parley "$parley" --work "$scratch/work")
+args=(--work "$scratch/work")
 mkdir -p "$scratch/work" "$scratch/sqlite"
 args+=(--sqlite-directory "$scratch/sqlite")
 

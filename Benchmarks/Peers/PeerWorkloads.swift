@@ -34,9 +34,7 @@ struct PeerWorkloads {
         var ceilings: [String: Figures] = [:]
     }
 
-    private func note(_ text: String) {
-        FileHandle.standardError.write(Data("\(peer.name): \(text)\n".utf8))
-    }
+    private func note(_ text: String) { progress("\(peer.name): \(text)") }
 
     private var deadline: UInt64 { LatencySample.now() + UInt64(seconds * 1e9) }
 

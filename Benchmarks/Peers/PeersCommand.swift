@@ -9,19 +9,58 @@ import Workloads
     import Glibc
 #endif
 
-/// `parley-peers`: Parley beside the stores a developer of these apps would otherwise pick — PostgreSQL, Redis
-/// Streams and SQLite — on the same catalogue events, with the same durability and equivalent indexes, in one
-/// run. Parley's figures (and this machine's limits, measured in the same run) come from the `parley bench`
-/// it runs first; every peer then runs the same workloads at the same sizes. `Benchmarks/peers.sh` starts the
-/// servers (and stops them) around it.
+/// When the first progress line was written (a global is set on first use).
+private let started = ContinuousClock.now
+
+/// Writes a progress line to stderr, after the seconds since the first one.
+func progress(_ text: String) {
+    let elapsed = started.duration(to: .now)
+    let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+    FileHandle.standardError.write(Data((String(format: "[%6.1f s] ", seconds) + text + "\n").utf8))
+}
+
+/// `parley-peers`: the comparison (by default) and the Parley benchmark it runs first.
 @main
-struct PeersCommand: AsyncParsableCommand {
+struct PeersMain: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "parley-peers",
+        abstract: "Compare Parley with PostgreSQL, Redis Streams and SQLite on the same events (run by peers.sh).",
+        subcommands: [PeersCommand.self, ParleyBenchCommand.self], defaultSubcommand: PeersCommand.self)
+}
+
+/// `parley-peers parley-bench`: the workloads of `parley bench` (the same `BenchRunner`, at its medium or quick
+/// sizes), its JSON report on stdout. The comparison runs it in a child process, so that this program needs no
+/// `parley` build beside it and Parley's figures come from a process of their own, as with `parley bench`.
+struct ParleyBenchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "parley-bench", abstract: "Run parley bench's workloads; print its JSON report.",
+        shouldDisplay: false)
+
+    @Option(help: "A scratch directory for the benchmark's logs.") var data: String
+    @Flag(help: "parley bench --quick's sizes.") var quick = false
+
+    func run() async throws {
+        let runner = BenchRunner(settings: quick ? .quick : .medium, sweep: false, root: data, showsProgress: false)
+        print(try await runner.run().json())
+    }
+}
+
+/// Parley beside the stores a developer of these apps would otherwise pick — PostgreSQL, Redis Streams and
+/// SQLite — on the same catalogue events, with the same durability and equivalent indexes, in one run. Parley's
+/// figures (and this machine's limits, measured in the same run) come from `parley bench`'s workloads, run first
+/// in a child process; every peer then runs the same workloads at the same sizes. `Benchmarks/peers.sh` starts
+/// the servers (and stops them) around it.
+struct PeersCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "compare",
         abstract: "Compare Parley with PostgreSQL, Redis Streams and SQLite on the same events (run by peers.sh).")
 
-    @Option(help: "The parley executable; `parley bench --json` gives Parley's figures and the machine's limits.")
-    var parley: String
+    @Option(
+        help: """
+            Run `parley bench --json` with this parley executable for Parley's figures and the machine's limits \
+            (default: the same workloads, run by this program in a child process).
+            """)
+    var parley: String?
     @Option(help: "Use this `parley bench --json` report instead of running parley bench.") var parleyReport: String?
     @Flag(help: "Small sizes (parley bench --quick): checks the output's shape, well under a minute.") var quick = false
     @Option(help: "PostgreSQL on 127.0.0.1 at this port (trust authentication).") var postgresPort: Int?
@@ -29,7 +68,7 @@ struct PeersCommand: AsyncParsableCommand {
     @Option(help: "Redis on 127.0.0.1 at this port.") var redisPort: Int?
     @Option(help: "Run SQLite, with its databases in this directory.") var sqliteDirectory: String?
     @Option(help: "A scratch directory (Parley's logs, the simulated week); emptied afterwards.") var work: String
-    @Option(help: "Stop each timed peer run after this many seconds (default 20, 3 with --quick).") var seconds: Double?
+    @Option(help: "Stop each timed peer run after this many seconds (default 10, 3 with --quick).") var seconds: Double?
     @Flag(help: "Skip the durability-off ceilings.") var noCeilings = false
     @Option(help: "Write the JSON report to this file.") var out: String?
 
@@ -42,7 +81,7 @@ struct PeersCommand: AsyncParsableCommand {
     func run() async throws {
         let parleyReport = try runParleyBench()
         let sizes = parleyReport.settings
-        FileHandle.standardError.write(Data("simulating the week the peers replay and query…\n".utf8))
+        progress("simulating the week the peers replay and query…")
         let inputs = try await Self.inputs(sizes: sizes, directory: work + "/week")
         if let replay = parleyReport.figures("replay")?["events"], Int(replay) != inputs.week.count {
             throw PeerError("the simulated week has \(inputs.week.count) events here, \(Int(replay)) in parley bench")
@@ -65,7 +104,7 @@ struct PeersCommand: AsyncParsableCommand {
         do {
             for peer in peers {
                 results[peer.name] = try await PeerWorkloads(
-                    peer: peer, inputs: inputs, seconds: seconds ?? (quick ? 3 : 20), ceilings: !noCeilings
+                    peer: peer, inputs: inputs, seconds: seconds ?? (quick ? 3 : 10), ceilings: !noCeilings
                 ).run()
             }
         } catch {
@@ -75,7 +114,7 @@ struct PeersCommand: AsyncParsableCommand {
         for close in closers { await close() }
         let report = PeerReport(
             parley: parleyReport, peers: peers.map { ($0.name, $0.title) }, results: results,
-            peerSeconds: seconds ?? (quick ? 3 : 20))
+            peerSeconds: seconds ?? (quick ? 3 : 10))
         print(report.table())
         if let out { try Data(try report.json().utf8).write(to: URL(fileURLWithPath: out)) }
     }
@@ -86,13 +125,20 @@ struct PeersCommand: AsyncParsableCommand {
             return try JSONDecoder().decode(
                 ParleyReport.self, from: Data(contentsOf: URL(fileURLWithPath: parleyReport)))
         }
-        FileHandle.standardError.write(Data("parley bench\(quick ? " --quick" : "")…\n".utf8))
+        progress("parley bench\(quick ? " --quick" : "")…")
         let data = work + "/parley"
         try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: data) }
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: parley)
-        process.arguments = ["bench", "--json", "--data", data] + (quick ? ["--quick"] : [])
+        if let parley {
+            process.executableURL = URL(fileURLWithPath: parley)
+            process.arguments = ["bench", "--json", "--data", data] + (quick ? ["--quick"] : [])
+        } else {
+            process.executableURL = URL(
+                fileURLWithPath: try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+            process.arguments = ["parley-bench", "--data", data] + (quick ? ["--quick"] : [])
+        }
+        let program = parley.map { "\($0) bench" } ?? "parley-bench"
         let output = Pipe()
         process.standardOutput = output
         try process.run()
@@ -116,7 +162,7 @@ struct PeersCommand: AsyncParsableCommand {
             signal(number, SIG_DFL)
         }
         guard process.terminationStatus == 0 else {
-            throw PeerError("\(parley) bench exited with status \(process.terminationStatus)")
+            throw PeerError("\(program) exited with status \(process.terminationStatus)")
         }
         return try JSONDecoder().decode(ParleyReport.self, from: bytes)
     }
