@@ -206,6 +206,17 @@ func sampleAnswers(_ engine: Engine) throws -> String {
             #expect(engine.openReport.ignoredSnapshots.first?.contains("version") == true)
             #expect(engine.stateDigest == digest)
         }
+        // A damaged part table (the header's own checksum), and a file cut short.
+        var damagedTable = original
+        damagedTable[50] ^= 0x01
+        for (bytes, reason) in [(damagedTable, "header checksum"), (Array(original.dropLast(10)), "truncated")] {
+            try Data(bytes).write(to: URL(fileURLWithPath: path))
+            let engine = try Engine.open(directory: directory, configuration: testConfiguration)
+            defer { try? engine.close() }
+            #expect(engine.openReport.snapshotPosition == nil)
+            #expect(engine.openReport.ignoredSnapshots.first?.contains(reason) == true)
+            #expect(engine.stateDigest == digest)
+        }
         try Data(original).write(to: URL(fileURLWithPath: path))
         let engine = try Engine.open(directory: directory, configuration: testConfiguration)
         defer { try? engine.close() }

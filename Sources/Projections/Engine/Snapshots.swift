@@ -85,11 +85,11 @@ enum Snapshots {
                 }
                 return (position, id, count, try r.fixed64())
             }
-            guard WordChecksum.hash(bytes[..<(size - 8)]) == checksum else {
-                throw ByteReaderError(description: "snapshot header checksum mismatch")
-            }
             guard count == partCount else {
                 throw ByteReaderError(description: "snapshot has \(count) parts, this build reads \(partCount)")
+            }
+            guard WordChecksum.hash(bytes[..<(size - 8)]) == checksum else {
+                throw ByteReaderError(description: "snapshot header checksum mismatch")
             }
             guard offset == file.size else { throw ByteReaderError(description: "snapshot is truncated") }
             guard position <= store.head.rawValue else {
