@@ -423,20 +423,34 @@ final class ServerProcess: Sendable {
         return ServerProcess(pid: process.processIdentifier, monitor: monitor)
     }
 
-    var isRunning: Bool { !monitor.hasExited.withLock { $0 } }
+    /// Whether the process is still there: its termination handler has not run, and the kernel does not show it
+    /// as ended. Foundation's `Process` may leave a child that exited unreaped and its handler never called (seen
+    /// when many children start and end at once): such a zombie counts as exited.
+    var isRunning: Bool { !monitor.hasExited.withLock { $0 } && !Self.hasEnded(pid) }
+
+    /// Whether `/proc` shows `pid` gone or a zombie (state `Z` or `X`).
+    private static func hasEnded(_ pid: Int32) -> Bool {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else { return true }
+        // After "pid (comm) ": the state letter; comm may hold spaces and parentheses, so look after the last ')'.
+        guard let close = stat.lastIndex(of: ")") else { return false }
+        let state = stat[stat.index(after: close)...].drop(while: { $0 == " " }).first
+        return state == "Z" || state == "X"
+    }
 
     func signal(_ signal: Int32) {
         if isRunning { _ = Glibc.kill(pid, signal) }
     }
 
-    /// Sends `signal`, then SIGKILL if the process is still there after 5 s; returns once it has exited.
-    /// Blocks the calling thread (polling every 2 ms): callers include `defer` blocks and deinitializers.
+    /// Sends `signal`, then SIGKILL if the process is still there after 5 s; returns once it has exited, or 10 s
+    /// after the SIGKILL at the latest. Blocks the calling thread (polling every 2 ms): callers include `defer`
+    /// blocks and deinitializers.
     func stop(signal first: Int32) {
         signal(first)
         let clock = ContinuousClock()
         let escalation = clock.now + .seconds(5)
+        let givingUp = clock.now + .seconds(15)
         var escalated = first == SIGKILL
-        while isRunning {
+        while isRunning, clock.now < givingUp {
             if !escalated && clock.now >= escalation {
                 signal(SIGKILL)
                 escalated = true
