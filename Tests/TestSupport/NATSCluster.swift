@@ -98,12 +98,23 @@ public final class NATSCluster: Sendable {
         let cluster = try await start(servers: count, timeout: timeout)
         do {
             let result = try await body(cluster)
-            cluster.stop()
+            await cluster.stopOffThePool()
             return result
         } catch {
             Issue.record("the nats-server logs, after \(error):\n\(cluster.failureReport())")
-            cluster.stop()
+            await cluster.stopOffThePool()
             throw error
+        }
+    }
+
+    /// ``stop()`` on a thread of its own: waiting for the servers to exit must not hold one of the few threads
+    /// that every test's async code shares.
+    public func stopOffThePool() async {
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            Thread {
+                self.stop()
+                done.resume()
+            }.start()
         }
     }
 
