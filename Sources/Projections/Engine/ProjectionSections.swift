@@ -55,50 +55,46 @@ enum SnapshotPart: Int, CaseIterable {
 extension ProjectionState {
     /// ``encodedState()`` and where each ``SnapshotPart`` ends in it.
     func encodedParts() -> (bytes: [UInt8], partEnds: [Int]) {
-        // About 80 bytes per event on the simulated week: room for that, so that 100 MB are not copied on growth.
-        var writer = ByteWriter(capacity: max(1 << 16, Int(min(position, 1 << 26)) * 96))
+        var bytes: [UInt8] = []
         var ends: [Int] = []
-        for part in SnapshotPart.allCases {
-            write(part, to: &writer)
-            ends.append(writer.bytes.count)
-        }
-        return (writer.bytes, ends)
+        encodeState(inPiecesOf: .max, { bytes = $0 }, partEnded: { ends.append($0) })
+        return (bytes, ends)
     }
 
     /// Calls `consume` with ``encodedState()`` in order, in pieces of about `size` bytes (the chat's messages, most
-    /// of it, are cut between messages), so that the whole never needs to be in memory at once.
-    func encodeState(inPiecesOf size: Int, _ consume: ([UInt8]) -> Void) {
-        var writer = ByteWriter(capacity: size + (1 << 16))
+    /// of it, are cut between messages), so that the whole never needs to be in memory at once; `partEnded` gets
+    /// the offset in the whole where each ``SnapshotPart`` ends.
+    func encodeState(
+        inPiecesOf size: Int, _ consume: ([UInt8]) -> Void, partEnded: (Int) -> Void = { _ in }
+    ) {
+        // About 80 bytes per event on the simulated week: room for a piece, or for the whole at that rate, so that
+        // 100 MB are not copied on growth.
+        var writer = ByteWriter(capacity: min(size, max(1 << 16, Int(min(position, 1 << 26)) * 96)) + (1 << 16))
+        var consumed = 0
         func flush(_ writer: inout ByteWriter) {
             guard writer.bytes.count >= size else { return }
             consume(writer.bytes)
+            consumed += writer.bytes.count
             writer.bytes.removeAll(keepingCapacity: true)
         }
         for part in SnapshotPart.allCases {
-            if part == .chat {
-                chat.write(to: &writer, flushing: flush)
-            } else {
-                write(part, to: &writer)
+            switch part {
+            case .position: writer.varint(position)
+            case .users: users.write(to: &writer)
+            case .rooms: rooms.write(to: &writer)
+            case .messageIDs: messageIDs.write(to: &writer)
+            case .activityIDs: activityIDs.write(to: &writer)
+            case .accounts: accounts.write(to: &writer)
+            case .graph: graph.write(to: &writer)
+            case .chat: chat.write(to: &writer, flushing: flush)
+            case .activities: activities.write(to: &writer)
+            case .gratitude: gratitude.write(to: &writer)
+            case .audit: audit.write(to: &writer)
             }
+            partEnded(consumed + writer.bytes.count)
             flush(&writer)
         }
         if !writer.bytes.isEmpty { consume(writer.bytes) }
-    }
-
-    private func write(_ part: SnapshotPart, to writer: inout ByteWriter) {
-        switch part {
-        case .position: writer.varint(position)
-        case .users: users.write(to: &writer)
-        case .rooms: rooms.write(to: &writer)
-        case .messageIDs: messageIDs.write(to: &writer)
-        case .activityIDs: activityIDs.write(to: &writer)
-        case .accounts: accounts.write(to: &writer)
-        case .graph: graph.write(to: &writer)
-        case .chat: chat.write(to: &writer)
-        case .activities: activities.write(to: &writer)
-        case .gratitude: gratitude.write(to: &writer)
-        case .audit: audit.write(to: &writer)
-        }
     }
 
     /// Decodes one part from `reader` into this state; the users' ids must be decoded before any section.
