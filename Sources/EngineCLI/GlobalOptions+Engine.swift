@@ -17,6 +17,7 @@ extension GlobalOptions {
     /// false it folds the whole log once (a replay) instead of loading the newest snapshot. It writes no
     /// snapshot: the log is read-only. A snapshot at the head is decoded one projection at a time, as the
     /// command's queries need them.
+    /// Blocks the calling thread (file I/O, syncs, a fold): async code calls it through `onDedicatedThread`.
     func openEngineForReading(loadingSnapshot: Bool = true) throws -> Engine {
         let log = try openLogForReading()
         do {
@@ -30,6 +31,7 @@ extension GlobalOptions {
 
     /// Opens the engine, creating an empty log when `createIfMissing` and there is none. It writes snapshots by
     /// itself (``Engine/SnapshotPolicy/automatic``): close it with ``Engine/closeSayingNotes()``.
+    /// Blocks the calling thread (file I/O, syncs, a fold): async code calls it through `onDedicatedThread`.
     func openEngine(createIfMissing: Bool) throws -> Engine {
         let engine: Engine
         do {

@@ -1,4 +1,5 @@
 import ArgumentParser
+import EventLog
 import Foundation
 import Logging
 import Projections
@@ -83,9 +84,11 @@ struct ServeCommand: AsyncParsableCommand {
             guard takeoverAfter >= 0.2 else { throw CLIError("--takeover-after must be at least 0.2 seconds") }
             let log = try await store.openReplicatedLog(replicated)
             do {
-                engine = try Engine(store: log)
+                engine = try await onDedicatedThread("parley-opening") { () throws(Projections.ValidationError) in
+                    try Engine(store: log)
+                }
             } catch {
-                try? log.close()
+                try? await onDedicatedThread("parley-closing") { try log.close() }
                 throw CLIError(error, doing: "folding the replicated log")
             }
             services.append(
@@ -94,7 +97,7 @@ struct ServeCommand: AsyncParsableCommand {
                     logger: logger))
             location = log.location
         } else {
-            engine = try global.openEngine(createIfMissing: true)
+            engine = try await onDedicatedThread("parley-opening") { try global.openEngine(createIfMissing: true) }
             location = global.directory
         }
         let server = ParleyServer(engine: engine, verifier: verifier, configuration: configuration, logger: logger)
@@ -106,13 +109,14 @@ struct ServeCommand: AsyncParsableCommand {
                 if let devSecret { await Self.printDevGuide(host: host, port: port, secretFile: devSecret) }
             }
         } catch {
-            try? engine.close()
+            try? await onDedicatedThread("parley-closing") { try engine.close() }
             throw CLIError("the server stopped: \(error)")
         }
         // Closing the local log's engine writes a snapshot of what the server folded (see `openEngine`), so the
         // next start folds only a short tail: it is only a cache, and a failure to write it is said, not fatal.
         do {
-            try engine.close()
+            try await onDedicatedThread("parley-closing") { () throws(Projections.ValidationError) in try engine.close()
+            }
         } catch {
             throw CLIError(error, doing: "closing the log")
         }

@@ -78,7 +78,7 @@ struct TailCommand: AsyncParsableCommand {
                 }
             }
         } else {
-            try log.close()
+            try await onDedicatedThread("parley-closing") { try log.close() }
         }
     }
 }

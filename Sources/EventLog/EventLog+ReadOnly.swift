@@ -202,6 +202,7 @@ extension EventLog {
     /// follows new commits within ~10 ms. Appends fail with `.readOnly`.
     /// - Throws: `.notFound` / `.notALog` for a directory that holds no log, `.corruptBatch` naming segment and
     ///   offset for a damaged acknowledged batch, `.io` for system errors.
+    /// Blocks the calling thread (file I/O, syncs, a fold): async code calls it through `onDedicatedThread`.
     public static func openReadOnly(directory: String, configuration: Configuration = .init()) throws(EventLogError)
         -> EventLog
     {

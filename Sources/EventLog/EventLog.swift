@@ -131,6 +131,7 @@ public final class EventLog: @unchecked Sendable {
     /// - Throws: `.notALog` for a directory holding other files, `.locked` when another writer has it,
     ///   `.corruptBatch` naming the segment and byte offset when a batch before the tail is damaged
     ///   (unless `truncateAtCorruption`), `.versionMismatch` for a newer format, `.io` for system errors.
+    /// Blocks the calling thread (file I/O, syncs, a fold): async code calls it through `onDedicatedThread`.
     public static func open(directory: String, configuration: Configuration = .init()) throws(EventLogError)
         -> EventLog
     {
@@ -262,6 +263,7 @@ public final class EventLog: @unchecked Sendable {
     ///
     /// Appends already queued are written first; later calls fail with `.closed`. Closing twice is harmless.
     /// - Throws: `.io` when the final sync or checkpoint cannot be written (the next open then recovers).
+    /// Blocks the calling thread (file I/O, syncs, a fold): async code calls it through `onDedicatedThread`.
     public func close() throws(EventLogError) {
         let wasOpen = lifecycle.withLock { state in
             defer { state = .closed }

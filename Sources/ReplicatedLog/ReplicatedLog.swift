@@ -724,6 +724,7 @@ public final class ReplicatedLog: EventStore {
     }
 
     /// Finishes the batch in flight, fails calls still waiting with `.closed`, and disconnects.
+    /// Blocks the calling thread (file I/O, syncs, a fold): async code calls it through `onDedicatedThread`.
     public func close() throws(EventLogError) {
         let (waiting, tasks) = state.withLock { state -> ([Call], [Task<Void, Never>]) in
             if case .failed = state.role {} else { state.role = .closed }

@@ -47,7 +47,7 @@ public struct ReplicaNode: Service {
             let role = log.role
             let writer = log.writerHeartbeat?.address
             if role != lastRole || (role == .follower && writer != lastWriter) {
-                adopt(role)
+                await adopt(role)
                 lastRole = role
                 lastWriter = writer
             }
@@ -74,26 +74,30 @@ public struct ReplicaNode: Service {
         }
     }
 
-    /// Makes the engine match the log's role.
-    private func adopt(_ role: ReplicatedLog.Role) {
+    /// Makes the engine match the log's role. Leading and following fold the log and wait for calls in flight:
+    /// on a thread of their own, never one of the cooperative pool's.
+    private func adopt(_ role: ReplicatedLog.Role) async {
+        let engine = engine
         switch role {
         case .writer:
             do {
-                try engine.lead()
+                try await onDedicatedThread("parley-lead") { () throws(ValidationError) in try engine.lead() }
                 logger.notice("this node writes the log from position \(engine.position.rawValue)")
             } catch {
                 logger.error("leading failed: \(error.message)")
             }
         case .follower:
             let wasLeading = !engine.isFollowing
-            engine.follow(refusing: ValidationError(storage: log.notWriterError(), doing: "taking a command"))
+            let refusal = ValidationError(storage: log.notWriterError(), doing: "taking a command")
+            await onDedicatedThread("parley-follow") { engine.follow(refusing: refusal) }
             if wasLeading, let reason = log.stepDownReason {
                 logger.warning("this node stepped down and follows the log: \(reason)")
             } else if wasLeading {
                 logger.notice("this node follows the log (at position \(engine.position.rawValue))")
             }
         case .failed(let error):
-            engine.follow(refusing: ValidationError(storage: error, doing: "taking a command"))
+            let refusal = ValidationError(storage: error, doing: "taking a command")
+            await onDedicatedThread("parley-follow") { engine.follow(refusing: refusal) }
             logger.error("the replicated log stopped: \(error.message)")
         case .closed:
             break

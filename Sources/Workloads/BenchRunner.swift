@@ -40,11 +40,11 @@ public struct BenchRunner {
 
         // 1. append-batched
         let logPath = root + "/batched"
-        let log = try EventLog.open(directory: logPath)
+        let log = try await onDedicatedThread("parley-opening") { try EventLog.open(directory: logPath) }
         let batched = try await work.chunkedBatched(
             total: settings.appendEvents, batchEvents: settings.batchEvents, label: "append-batched"
         ) { batches in try await work.batched(log, batches) }
-        try log.close()
+        try await onDedicatedThread("parley-closing") { try log.close() }
         // Each call is compressed, then synced: the two costs add up for one producer awaiting each call.
         let syncBound = limits.fdatasyncPerSecond * Double(settings.batchEvents)
         let batchedBound = 1 / (1 / syncBound + 1 / parallelCompressBound)
@@ -58,12 +58,12 @@ public struct BenchRunner {
         // 1b. append-batched with 4 producers: the same calls, pipelined by group commit.
         let batchedProducers = 4
         let pipelinedPath = root + "/batched-pipelined"
-        let pipelinedLog = try EventLog.open(directory: pipelinedPath)
+        let pipelinedLog = try await onDedicatedThread("parley-opening") { try EventLog.open(directory: pipelinedPath) }
         let pipelined = try await work.chunkedBatched(
             total: settings.appendEvents, batchEvents: settings.batchEvents,
             label: "append-batched ×\(batchedProducers)"
         ) { batches in try await work.batchedConcurrent(pipelinedLog, batches, producers: batchedProducers) }
-        try pipelinedLog.close()
+        try await onDedicatedThread("parley-closing") { try pipelinedLog.close() }
         try? FileManager.default.removeItem(atPath: pipelinedPath)
         // Encoding overlaps syncing: the slower of the two bounds the rate.
         let pipelinedBound = min(syncBound * Double(batchedProducers) / 2, parallelCompressBound)
@@ -76,10 +76,13 @@ public struct BenchRunner {
                     + "\(BenchReport.number(pipelinedBound)) events/s"))
 
         // 2. append-concurrent
-        let concurrentLog = try EventLog.open(directory: root + "/concurrent")
+        let concurrentPath = root + "/concurrent"
+        let concurrentLog = try await onDedicatedThread("parley-opening") {
+            try EventLog.open(directory: concurrentPath)
+        }
         let concurrent = try await work.concurrent(
             concurrentLog, mix.records(0..<settings.concurrentEvents), producers: settings.producers)
-        try concurrentLog.close()
+        try await onDedicatedThread("parley-closing") { try concurrentLog.close() }
         try? FileManager.default.removeItem(atPath: root + "/concurrent")
         let concurrentBound = min(parallelCompressBound, limits.fdatasyncPerSecond * Double(settings.producers))
         workloads.append(
@@ -94,10 +97,10 @@ public struct BenchRunner {
             work: work, rawConcurrent: concurrent, fdatasyncMicros: 1e6 / limits.smallFdatasyncPerSecond)
 
         // 3. scan
-        let reader = try EventLog.open(directory: logPath)
+        let reader = try await onDedicatedThread("parley-opening") { try EventLog.open(directory: logPath) }
         ProgressBar.note("scan…", enabled: showsProgress)
         let scanned = try work.scan(reader)
-        try reader.close()
+        try await onDedicatedThread("parley-closing") { try reader.close() }
         let scanBound = limits.lz4DecompressMBps * 1e6 / bytesPerEvent
         var scan = throughput(
             "scan", scanned, bytesPerEvent: bytesPerEvent, limit: scanBound,
@@ -111,7 +114,7 @@ public struct BenchRunner {
         workloads.append(replayed.workload)
         let engine = replayed.engine
         defer {
-            try? engine.close()
+            try? engine.close()  // blocking-ok: a defer cannot await; the run is over
             try? FileManager.default.removeItem(atPath: replayed.path)
         }
 
@@ -239,13 +242,15 @@ public struct BenchRunner {
     /// Simulates a week into a fresh log (not timed), then times `Engine.replay()`.
     private func replay() async throws -> (workload: BenchReport.Workload, engine: Engine, path: String) {
         let path = root + "/replay"
-        let engine = try Engine.open(directory: path)
+        let engine = try await onDedicatedThread("parley-opening") { try Engine.open(directory: path) }
         ProgressBar.note("replay: simulating \(settings.replayUsers) users for a week…", enabled: showsProgress)
-        let simulated = try Simulator(options: .init(users: settings.replayUsers, days: 7, seed: settings.replaySeed))
-            .run(engine: engine)
+        let options = Simulator.Options(users: settings.replayUsers, days: 7, seed: settings.replaySeed)
+        let simulated = try await onDedicatedThread("parley-simulating") {
+            try Simulator(options: options).run(engine: engine)
+        }
         ProgressBar.note("replay…", enabled: showsProgress)
         let start = LatencySample.now()
-        let folded = try engine.replay()
+        let folded = try await onDedicatedThread("parley-replaying") { try engine.replay() }
         let seconds = Double(LatencySample.now() - start) / 1e9
         var workload = BenchReport.Workload(
             name: "replay",
@@ -327,9 +332,9 @@ public struct BenchRunner {
                 Array(records[$0..<min($0 + batch, records.count)])
             }
             let path = root + "/sweep-batch-\(batch)"
-            let log = try EventLog.open(directory: path)
+            let log = try await onDedicatedThread("parley-opening") { try EventLog.open(directory: path) }
             let sample = try await work.batched(log, batches, deadline: LatencySample.now() + UInt64(seconds * 1e9))
-            try log.close()
+            try await onDedicatedThread("parley-closing") { try log.close() }
             try? FileManager.default.removeItem(atPath: path)
             batchPoints.append(
                 BenchReport.SweepPoint(
@@ -340,10 +345,10 @@ public struct BenchRunner {
         for producers in [1, 4, 16, 64, 256, 1_024] {
             ProgressBar.note("sweep: \(producers) producers", enabled: showsProgress)
             let path = root + "/sweep-producers-\(producers)"
-            let log = try EventLog.open(directory: path)
+            let log = try await onDedicatedThread("parley-opening") { try EventLog.open(directory: path) }
             let sample = try await work.concurrent(
                 log, records, producers: producers, deadline: LatencySample.now() + UInt64(seconds * 1e9))
-            try log.close()
+            try await onDedicatedThread("parley-closing") { try log.close() }
             try? FileManager.default.removeItem(atPath: path)
             producerPoints.append(
                 BenchReport.SweepPoint(

@@ -28,7 +28,7 @@ struct CommandWorkloads {
     /// A fresh engine on a `.synced` log with the mix's users and the senders' rooms.
     func makeEngine(_ name: String, mix: CommandMix) async throws -> (Engine, String) {
         let path = root + "/" + name
-        let engine = try Engine.open(directory: path)
+        let engine = try await onDedicatedThread("parley-opening") { try Engine.open(directory: path) }
         ProgressBar.note("\(name): registering \(mix.users) users and their rooms…", enabled: work.showsProgress)
         try await Self.prepare(engine, mix: mix)
         return (engine, path)
@@ -103,17 +103,17 @@ struct CommandWorkloads {
     /// Runs `body` on a fresh `.synced` log named `name` under the benchmark's directory, then removes it.
     private func withFreshLog<T>(_ name: String, _ body: (EventLog, String) async throws -> T) async throws -> T {
         let path = root + "/" + name
-        let log = try EventLog.open(directory: path)
+        let log = try await onDedicatedThread("parley-opening") { try EventLog.open(directory: path) }
         defer {
-            try? log.close()
+            try? log.close()  // blocking-ok: a defer cannot await; the run is over
             try? FileManager.default.removeItem(atPath: path)
         }
         return try await body(log, path)
     }
 
     private func followLatency(_ count: Int, log: EventLog, path: String) async throws -> LatencySample {
-        let reader = try EventLog.openReadOnly(directory: path)
-        defer { try? reader.close() }
+        let reader = try await onDedicatedThread("parley-opening") { try EventLog.openReadOnly(directory: path) }
+        defer { try? reader.close() }  // blocking-ok: a defer cannot await; the run is over
         let acknowledged = Mutex([UInt64](repeating: 0, count: count + 1))
         let follower = Task {
             var latencies: [UInt64] = []
@@ -167,7 +167,7 @@ struct CommandWorkloads {
         let mix = CommandMix(senders: senders)
         let (engine, path) = try await makeEngine(name, mix: mix)
         defer {
-            try? engine.close()
+            try? engine.close()  // blocking-ok: a defer cannot await; the run is over
             try? FileManager.default.removeItem(atPath: path)
         }
         // Each reader on a thread of its own, as a `parley tail` in another process would be: it reads what
@@ -177,7 +177,7 @@ struct CommandWorkloads {
         let readersDone = DispatchGroup()
         var readerLogs: [EventLog] = []
         for _ in 0..<readers {
-            let log = try EventLog.openReadOnly(directory: path)
+            let log = try await onDedicatedThread("parley-opening") { try EventLog.openReadOnly(directory: path) }
             readerLogs.append(log)
             readersDone.enter()
             Thread {
@@ -195,7 +195,7 @@ struct CommandWorkloads {
                 readersDone.leave()
             }.start()
         }
-        defer { for log in readerLogs { try? log.close() } }
+        defer { for log in readerLogs { try? log.close() } }  // blocking-ok: a defer cannot await; the run is over
         let stop = Atomic(false)
         let queries = Atomic(0)
         let queryCPU = Mutex(0.0)
@@ -230,11 +230,12 @@ struct CommandWorkloads {
         let seconds = Double(LatencySample.now() - start) / 1e9
         let cpu = LatencySample.cpuSeconds() - startCPU
         stop.store(true, ordering: .relaxed)
-        finished.wait()
+        await withCheckedContinuation { done in finished.notify(queue: .global()) { done.resume() } }
         stopReaders.store(true, ordering: .relaxed)
-        readersDone.wait()
+        await withCheckedContinuation { done in readersDone.notify(queue: .global()) { done.resume() } }
         // Every acknowledged command is in the durable state, and a replay agrees with it.
-        guard try engine.replayDigest() == engine.stateDigest else {
+        let agrees = try await onDedicatedThread("parley-replaying") { try engine.replayDigest() == engine.stateDigest }
+        guard agrees else {
             throw BenchError("\(name): the engine's state and a replay of its log differ")
         }
         return Run(

@@ -53,7 +53,7 @@ public struct ReplicationBench {
         let perSender = max(1, settings.commands / settings.producers)
 
         let localPath = root + "/local"
-        let local = try Engine.open(directory: localPath)
+        let local = try await onDedicatedThread("parley-opening") { try Engine.open(directory: localPath) }
         try await CommandWorkloads.prepare(local, mix: mix)
         let localSide = try await measure(local, mix: mix, perSender: perSender, label: "commands on the local log")
         try local.close()
@@ -62,13 +62,13 @@ public struct ReplicationBench {
         configuration.stream = "PARLEYBENCH\(UInt32.random(in: 0...UInt32.max))"
         let writerLog = try await ReplicatedLog.open(configuration)
         try await writerLog.promote()
-        let writer = try Engine(store: writerLog)
+        let writer = try await onDedicatedThread("parley-opening") { try Engine(store: writerLog) }
         defer { try? writer.close() }
         try await CommandWorkloads.prepare(writer, mix: mix)
         var followerConfiguration = configuration
         followerConfiguration.node += "-follower"
         let followerLog = try await ReplicatedLog.open(followerConfiguration)
-        let follower = try Engine(store: followerLog)
+        let follower = try await onDedicatedThread("parley-opening") { try Engine(store: followerLog) }
         defer { try? follower.close() }
         follower.follow(refusing: ValidationError(storage: followerLog.notWriterError(), doing: "benchmarking"))
 

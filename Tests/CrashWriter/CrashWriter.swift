@@ -35,6 +35,7 @@ struct CrashWriter: AsyncParsableCommand {
             try await runCommands()
             return
         }
+        // blocking-ok: a process of its own that only writes: nothing else waits for its threads
         let log = try EventLog.open(
             directory: data, configuration: .init(segmentSize: segmentSize, durability: .synced))
         let printer = AcknowledgementPrinter()
@@ -78,6 +79,7 @@ extension CrashWriter {
     /// The engine mode: makes the world if it is missing (a child may start on a log an earlier one left),
     /// then sends from every producer until killed.
     private func runCommands() async throws {
+        // blocking-ok: a process of its own that only writes: nothing else waits for its threads
         let engine = try Engine.open(directory: data, configuration: .init(segmentSize: segmentSize))
         for number in 0..<CrashRecipe.commandUsers where engine.profile(Self.user(number)) == nil {
             try await engine.register(Self.user(number), method: .google, name: "Crash \(number)")

@@ -1,4 +1,5 @@
 import Foundation
+import ParleyTestSupport
 import Testing
 
 /// One bad input: how to provoke it in a sandbox holding the scenario, and what the user must be told.
@@ -209,7 +210,7 @@ struct BadInput: CustomTestStringConvertible, Sendable {
     ]
 }
 
-@Suite("Bad inputs get a clear error and lose nothing")
+@Suite("Bad inputs get a clear error and lose nothing", .onTestThreads)
 struct BadInputTests {
     @Test(arguments: BadInput.all)
     func rejected(_ input: BadInput) throws {

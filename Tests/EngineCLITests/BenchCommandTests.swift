@@ -77,7 +77,7 @@ indirect enum JSON: Decodable {
 }
 
 /// `parley bench`: Parley's own measurement, its report's shape (never its speed).
-@Suite struct BenchCommandTests {
+@Suite(.onTestThreads) struct BenchCommandTests {
     @Test(.timeLimit(.minutes(2)))
     func quickBenchPrintsWellFormedJSON() throws {
         let data = NSTemporaryDirectory() + "parley-bench-test-\(UUID().uuidString.prefix(8))"

@@ -1,4 +1,5 @@
 import Foundation
+import ParleyTestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -6,7 +7,7 @@ import Testing
 #endif
 
 /// What commands say when they stop, are stopped, or are given what they cannot use.
-@Suite struct CommandMessagesTests {
+@Suite(.onTestThreads) struct CommandMessagesTests {
     @Test func auditSaysWhenItStoppedAtItsLimit() throws {
         let sandbox = try Scenario.sandbox()
         let cut = try sandbox.run("audit", "--limit", "5", "--json")

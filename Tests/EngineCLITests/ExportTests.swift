@@ -1,11 +1,12 @@
 import Foundation
+import ParleyTestSupport
 import Testing
 
 #if canImport(Glibc)
     import Glibc
 #endif
 
-@Suite("Export to files, devices and full disks")
+@Suite("Export to files, devices and full disks", .onTestThreads)
 struct ExportTests {
     @Test func exportToAFullDiskExitsOneAndSaysWhy() throws {
         let sandbox = try Scenario.sandbox()

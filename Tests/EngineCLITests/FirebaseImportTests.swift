@@ -1,8 +1,9 @@
 import Foundation
+import ParleyTestSupport
 import Testing
 
 /// Firebase exports in the shapes of the seed apps import and answer `rooms` / `messages` as the apps showed them.
-@Suite("Firebase imports")
+@Suite("Firebase imports", .onTestThreads)
 struct FirebaseImportTests {
     /// LikeMinds: phone numbers (E.164) as user keys, push keys for rooms and messages, times in milliseconds.
     /// Its ChatRooms node is stale for the second room (the app had not caught up): a warning, not truth.

@@ -4,7 +4,7 @@ import Testing
 
 /// Input a careless or hostile user may hand `import` and `append`: each is refused with its line or path, or
 /// read as meant, and never crashes, loses or half-writes anything.
-@Suite("Hostile input to import and append")
+@Suite("Hostile input to import and append", .onTestThreads)
 struct HostileInputTests {
     static let u8 = event(
         "UserRegistered", at: "2026-11-20T10:00:00.000Z",

@@ -1,7 +1,8 @@
 import Foundation
+import ParleyTestSupport
 import Testing
 
-@Suite("Import, export and append")
+@Suite("Import, export and append", .onTestThreads)
 struct ImportTests {
     @Test func exportThenImportIntoAFreshDirectoryGivesTheSameStateAndStats() throws {
         let source = try Scenario.sandbox()

@@ -1,4 +1,5 @@
 import Foundation
+import ParleyTestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -54,7 +55,7 @@ final class Child {
 
 /// Readers beside a writer in another process: `parley append` holds the log while `tail`, `stats`,
 /// `verify`, `query` and `backup` run beside it.
-@Suite struct LiveLogTests {
+@Suite(.onTestThreads) struct LiveLogTests {
     static func registration(_ user: String, minute: Int) -> String {
         event(
             "UserRegistered", at: Scenario.time(minute), #"{"user":"\#(user)","method":"google","name":"N \#(user)"}"#,

@@ -1,8 +1,9 @@
 import Foundation
+import ParleyTestSupport
 import Testing
 
 /// `parley import --skip-invalid` keeps the valid guests of an invitation and reports the one it left out.
-@Suite("Partial invitations")
+@Suite("Partial invitations", .onTestThreads)
 struct PartialInvitationImportTests {
     static let lines = [
         #"{"id":"5f0c6d1e-8a2b-4c3d-9e4f-0a1b2c3d4e01","type":"UserRegistered","data":{"user":"ann","method":"google","name":"Ann"}}"#,

@@ -1,4 +1,5 @@
 import Foundation
+import ParleyTestSupport
 import Testing
 
 /// The JSON shapes of the queries, as a client would decode them.
@@ -44,7 +45,7 @@ struct MessagePageJSON: Decodable, Equatable {
     var before: String?
 }
 
-@Suite("Queries print tables and the documented JSON")
+@Suite("Queries print tables and the documented JSON", .onTestThreads)
 struct QueryTests {
     @Test func roomsListsNewestFirstWithTitlesPreviewsAndUnread() throws {
         let sandbox = try Scenario.sandbox()
@@ -332,7 +333,7 @@ struct QueryTests {
 }
 
 /// Ids that begin with `-`, as every Firebase push key does, work as typed in every id option.
-@Suite struct DashIDTests {
+@Suite(.onTestThreads) struct DashIDTests {
     @Test func idsBeginningWithADashWorkAsTyped() throws {
         let sandbox = try Sandbox()
         let lines = [

@@ -1,4 +1,5 @@
 import Foundation
+import ParleyTestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -8,7 +9,7 @@ import Testing
 /// A log on a read-only file system (a mounted backup, a snapshot volume): the read commands work, and a
 /// writer is refused with a clear error. Needs a read-only bind mount, so it runs where the tests may mount
 /// (as root with CAP_SYS_ADMIN, as here); elsewhere it is skipped.
-@Suite struct ReadOnlyCopyTests {
+@Suite(.onTestThreads) struct ReadOnlyCopyTests {
     /// Runs `command` with `arguments`; its exit status.
     @discardableResult
     static func shell(_ command: String, _ arguments: [String]) -> Int32 {

@@ -1,11 +1,12 @@
 import Foundation
+import ParleyTestSupport
 import Testing
 
 @testable import EventLog
 
 /// A command that writes the log leaves a snapshot of where it stopped, so the next one starts without folding
 /// the log; `replay` folds it once, and says the head digest at the position it folded to.
-@Suite struct StartUpTests {
+@Suite(.onTestThreads) struct StartUpTests {
     @Test func aWritingCommandLeavesASnapshotAtItsHeadAndReplayFoldsTheLogOnce() throws {
         let sandbox = try Sandbox()
         try sandbox.ok("simulate", "--users", "300", "--days", "7", "--seed", "5")

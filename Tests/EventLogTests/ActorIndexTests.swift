@@ -1,4 +1,5 @@
 import Foundation
+import ParleyTestSupport
 import Testing
 
 @testable import EventLog
@@ -6,7 +7,7 @@ import Testing
 /// The actor index (`actors-*.idx`) is a copy of the records grouped by actor: reading an actor's records
 /// through it gives exactly what the segments hold, whether the writer or a reader reads, and whatever is
 /// damaged or missing is read from the segments and rebuilt.
-@Suite struct ActorIndexTests {
+@Suite(.onTestThreads) struct ActorIndexTests {
     /// Small files, so that a few hundred records make several of them and a merge.
     static let configuration = EventLog.Configuration(
         batchSize: 2048, durability: .buffered(interval: .milliseconds(5)), actorIndexRunSize: 16)

@@ -1,10 +1,11 @@
 import Foundation
+import ParleyTestSupport
 import Testing
 
 @testable import EventLog
 
 /// Idempotency, optimistic concurrency, atomic calls, limits, and the directory rules of `open`.
-@Suite struct AppendRulesTests {
+@Suite(.onTestThreads) struct AppendRulesTests {
     /// Sizes of every segment file: "nothing written" means these do not change.
     static func segmentSizes(_ directory: String) throws -> [Int] {
         try segmentPaths(in: directory).map { try fileBytes($0).count }

@@ -1,10 +1,11 @@
 import Foundation
+import ParleyTestSupport
 import Testing
 
 @testable import EventLog
 
 /// `.buffered(interval:)` acknowledges after write(2) and syncs on a timer; a clean close loses nothing.
-@Suite struct BufferedDurabilityTests {
+@Suite(.onTestThreads) struct BufferedDurabilityTests {
     @Test func bufferedAppendsReadBackAndSurviveACleanClose() async throws {
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }

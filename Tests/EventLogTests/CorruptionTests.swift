@@ -1,11 +1,12 @@
 import Foundation
+import ParleyTestSupport
 import Testing
 
 @testable import EventLog
 
 /// Damage before the tail is corruption, not a torn write: the log refuses to open (naming segment and
 /// offset) unless told to truncate there.
-@Suite struct CorruptionTests {
+@Suite(.onTestThreads) struct CorruptionTests {
     static let configuration = EventLog.Configuration(segmentSize: 128 << 10)
 
     /// Writes 120 appends of 3 records × 3 KiB of random bytes: about ten batches per 128 KiB segment.

@@ -1,10 +1,11 @@
 import Foundation
+import ParleyTestSupport
 import Testing
 
 @testable import EventLog
 
 /// Inputs the fuzzers found: each must be refused, never crash or exhaust memory.
-@Suite struct CraftedInputTests {
+@Suite(.onTestThreads) struct CraftedInputTests {
     /// One real batch of five records, as written by the log, with `patch` applied to its bytes (offsets
     /// within the batch) and, when `fixingChecksum`, its CRC made to agree again, as a crafted file would.
     func craftedBatch(fixingChecksum: Bool, _ patch: (inout [UInt8]) -> Void) async throws -> [UInt8] {

@@ -11,7 +11,7 @@ import Testing
 
 /// SIGKILL a crash-writer child at random moments, over and over on one directory, and check that
 /// every append it acknowledged survived, byte for byte.
-@Suite struct CrashTests {
+@Suite(.onTestThreads) struct CrashTests {
     static let rounds = 20
     static let segmentSize = 256 << 10
 

@@ -1,11 +1,12 @@
 import Foundation
+import ParleyTestSupport
 import Testing
 
 @testable import EventLog
 
 /// The SHA-256 chain catches a changed batch even when the changer fixed the CRC-32C, and a changer who
 /// rewrites every later digest too still changes the head digest an auditor wrote down.
-@Suite struct HashChainTests {
+@Suite(.onTestThreads) struct HashChainTests {
     /// A payload byte of one earlier (stored, uncompressed) batch, changed with the CRC-32C recomputed.
     static func tamper(directory: String, seed: UInt64) throws -> (segment: String, batch: BatchOnDisk) {
         var random = SeededGenerator(seed: seed)

@@ -1,9 +1,10 @@
+import ParleyTestSupport
 import Testing
 
 @testable import EventLog
 
 /// The huge-page buffers are ordinary arrays: same contents, same behaviour, large or small.
-@Suite struct HugePagesTests {
+@Suite(.onTestThreads) struct HugePagesTests {
     @Test(arguments: [10, 3_000_000])
     func reservingKeepsTheElementsAndMakesRoom(total: Int) {
         var values: [Int64] = [7, -1, 42]

@@ -1,10 +1,11 @@
+import ParleyTestSupport
 import Testing
 
 @testable import EventLog
 
 /// The idempotency index against a `Dictionary` model: inserts, duplicates, removals (which shift probe runs
 /// back) and growth, with ids crowded into few buckets as well as spread out.
-struct IDTableTests {
+@Suite(.onTestThreads) struct IDTableTests {
     @Test(arguments: [UInt64(0xFFFF_FFFF_FFFF_FFFF), 0x3F])
     func agreesWithDictionary(idBits: UInt64) {
         var random = SeededGenerator(seed: idBits)

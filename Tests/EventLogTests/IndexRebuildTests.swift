@@ -1,11 +1,12 @@
 import Foundation
+import ParleyTestSupport
 import Testing
 
 @testable import EventLog
 
 /// The indexes are derived data: a missing, damaged or stale checkpoint is rebuilt by scanning, with the same
 /// answers.
-@Suite struct IndexRebuildTests {
+@Suite(.onTestThreads) struct IndexRebuildTests {
     static let configuration = EventLog.Configuration(segmentSize: 16 << 10)
 
     /// Everything the indexes answer, to compare two opens of one log.

@@ -1,9 +1,10 @@
+import ParleyTestSupport
 import Testing
 
 @testable import EventLog
 
 /// The one interner: dense indexes in first-seen order, through growth, resets and a saved table.
-@Suite struct InternerTests {
+@Suite(.onTestThreads) struct InternerTests {
     @Test func namesGetDenseIndexesInFirstSeenOrderThroughGrowth() {
         var table = Interner()
         for number in 0..<5_000 {

@@ -1,4 +1,5 @@
 import Foundation
+import ParleyTestSupport
 import Testing
 
 @testable import EventLog
@@ -9,7 +10,7 @@ import Testing
 
 /// What opening does with what it finds beside the segments — the state file, leftovers of a crash, the
 /// directory's mode, an unfinished append — and that nothing is dropped silently.
-@Suite struct OpenHintsTests {
+@Suite(.onTestThreads) struct OpenHintsTests {
     /// A log of `calls` single-batch appends of 20 records, closed cleanly.
     static func makeLog(_ directory: String, calls: Int = 10) async throws {
         let log = try EventLog.open(directory: directory, configuration: .init(batchSize: 4096))

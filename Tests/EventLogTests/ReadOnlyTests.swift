@@ -8,7 +8,7 @@ import Testing
 
 /// Readers beside the writer: read-only opens change nothing, see only what the writer acknowledged, follow
 /// it live, and back it up.
-@Suite struct ReadOnlyTests {
+@Suite(.onTestThreads) struct ReadOnlyTests {
     /// Every file of `directory` by name, with a SHA-256 of its bytes.
     static func fingerprints(_ directory: String) throws -> [String: String] {
         var result: [String: String] = [:]

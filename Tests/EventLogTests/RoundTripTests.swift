@@ -1,10 +1,11 @@
 import Foundation
+import ParleyTestSupport
 import Testing
 
 @testable import EventLog
 
 /// 100,000 seeded random records, written in random call sizes over small segments, read back every way.
-@Suite struct RoundTripTests {
+@Suite(.onTestThreads) struct RoundTripTests {
     static let seed: UInt64 = 0x5EED_0001
     static let recordCount = 100_000
 

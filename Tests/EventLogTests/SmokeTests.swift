@@ -1,4 +1,5 @@
 import Foundation
+import ParleyTestSupport
 import Testing
 
 @testable import EventLog
@@ -8,13 +9,13 @@ func temporaryDirectory(_ name: String = #function) -> String {
     return path
 }
 
-@Test func crc32cMatchesTheStandardCheckValue() {
+@Test(.onTestThreads) func crc32cMatchesTheStandardCheckValue() {
     let bytes = Array("123456789".utf8)
     #expect(CRC32C.checksum(bytes) == 0xE306_9283)
     #expect(CRC32C.portableChecksum(bytes) == 0xE306_9283)
 }
 
-@Test func appendsAndReadsBackAcrossReopen() async throws {
+@Test(.onTestThreads) func appendsAndReadsBackAcrossReopen() async throws {
     let dir = temporaryDirectory()
     defer { try? FileManager.default.removeItem(atPath: dir) }
     let log = try EventLog.open(directory: dir)

@@ -25,7 +25,7 @@ enum StoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
 }
 
 /// One suite, every store: the contract of ``EventStore`` as the domain relies on it.
-@Suite struct StoreConformanceTests {
+@Suite(.onTestThreads) struct StoreConformanceTests {
     @Test(arguments: StoreKind.allCases, StoreConformance.Check.allCases)
     func conforms(kind: StoreKind, check: StoreConformance.Check) async throws {
         let (store, cleanUp) = try kind.make()
@@ -35,7 +35,7 @@ enum StoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
     }
 }
 
-@Suite struct MemoryStoreFaultTests {
+@Suite(.onTestThreads) struct MemoryStoreFaultTests {
     @Test func heldCommitsStayInvisibleUntilReleased() async throws {
         let store = MemoryStore()
         store.holdCommits()

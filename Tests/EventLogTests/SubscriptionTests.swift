@@ -1,10 +1,11 @@
 import Foundation
+import ParleyTestSupport
 import Testing
 
 @testable import EventLog
 
 /// Subscribers catch up on history, then follow live appends: every position once, in order, one `.caughtUp`.
-@Suite struct SubscriptionTests {
+@Suite(.onTestThreads) struct SubscriptionTests {
     /// What one subscriber saw.
     struct Observed {
         var records: [Record] = []
@@ -116,7 +117,7 @@ import Testing
         #expect(try await iterator.next() == .caughtUp(Position(50_010)))
 
         // A live subscriber waiting for more ends when the log closes (whether it waits before or after).
-        let closing = Task { try log.close() }
+        let closing = Task { try await onDedicatedThread("closing") { try log.close() } }
         #expect(try await iterator.next() == nil)
         try await closing.value
     }

@@ -1,4 +1,5 @@
 import Foundation
+import ParleyTestSupport
 import Testing
 
 @testable import EventLog
@@ -9,7 +10,7 @@ import Testing
 
 /// Disk full, I/O errors and short writes, forced through the log's system-call seam (`SystemCallFaults`):
 /// nothing acknowledged is lost, nothing failed is acknowledged, and the error keeps its code and errno.
-@Suite struct SystemCallFaultTests {
+@Suite(.onTestThreads) struct SystemCallFaultTests {
     /// A log with 100 acknowledged records; the faults apply under its directory only.
     func withLog(_ body: (EventLog, String) async throws -> Void) async throws {
         let directory = try makeTemporaryDirectory()

@@ -1,11 +1,12 @@
 import Foundation
+import ParleyTestSupport
 import Testing
 
 @testable import EventLog
 
 /// A damaged end of the last segment (what a crash mid-write leaves) is cut back to the last whole batch after a
 /// crash, and refused after a clean close.
-@Suite struct TornTailTests {
+@Suite(.onTestThreads) struct TornTailTests {
     /// How the tail is damaged.
     enum Damage: Sendable, CustomTestStringConvertible {
         /// Keep only this many bytes of the last batch.

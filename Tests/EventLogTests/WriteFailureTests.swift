@@ -1,4 +1,5 @@
 import Foundation
+import ParleyTestSupport
 import Synchronization
 import Testing
 
@@ -10,7 +11,7 @@ import Testing
 
 /// A write that fails (the disk refuses it) fails the appends it carried and every later one (fail-stop) and
 /// leaves no trace: reopened, the log goes on from where it was, their ids, stream versions and positions free.
-@Suite struct WriteFailureTests {
+@Suite(.onTestThreads) struct WriteFailureTests {
     /// Calls of 150 records, and of 1,300 (several batches each, flagged as one group).
     @Test(arguments: [150, 1_300])
     func failedWritesLeaveNoTraceAndTheLogGoesOn(recordsPerCall: Int) async throws {

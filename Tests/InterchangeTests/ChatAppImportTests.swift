@@ -8,7 +8,7 @@ import Testing
 
 /// ChatApp's Realtime Database exports, in both editions, as the app's code wrote them, read through
 /// `ImportPlan.read` with the guessed format (as `parley import` reads them) and answered as the app showed them.
-@Suite struct ChatAppImportTests {
+@Suite(.onTestThreads) struct ChatAppImportTests {
     /// 2025-11-20T09:00:00.000Z, the first message of each fixture; ChatApp writes seconds.
     static let start: Int64 = 1_763_629_200_000
     static let storage = "https://firebasestorage.googleapis.com/v0/b/chatapp/o/"

@@ -1,12 +1,13 @@
 import EventLog
 import Foundation
+import ParleyTestSupport
 import Testing
 
 @testable import Interchange
 @testable import Projections
 
 /// How import files are read, below the command line: times, numbers, bytes and the format guess.
-@Suite struct ImportReadingTests {
+@Suite(.onTestThreads) struct ImportReadingTests {
     @Test func daysPastTheEndOfTheirMonthAreNotDates() {
         #expect(Timestamp.parse("2026-02-31T00:00:00.000Z") == nil)
         #expect(Timestamp.parse("2026-02-29T00:00:00.000Z") == nil)

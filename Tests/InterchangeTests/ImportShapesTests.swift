@@ -8,7 +8,7 @@ import Testing
 
 /// Exports as the apps' own code wrote them and as the tools people export Firestore with saved them, read through
 /// `ImportPlan.read` with the guessed format (as `parley import` reads them) and answered as the apps showed them.
-@Suite struct ImportShapesTests {
+@Suite(.onTestThreads) struct ImportShapesTests {
     // MARK: WagChat (Firestore)
 
     // The same WagChat data in each exporter's layout. WagChat's code writes `users/<uid>` {uid, username, photoUrl,

@@ -8,7 +8,7 @@ import Testing
 
 /// An imported invitation naming a guest who may not be invited, with `--skip-invalid` (what `parley import` passes:
 /// `skipInvalid` and `keepingValidParts`): the valid guests are invited and each one left out is reported.
-@Suite struct PartialInvitationTests {
+@Suite(.onTestThreads) struct PartialInvitationTests {
     /// Ann hosts act1 and invited Ben (withWorld); Dan becomes her friend; Cal is neither friend nor connection.
     static let line =
         #"{"id":"5f0c6d1e-8a2b-4c3d-9e4f-0a1b2c3d4e5f","type":"GuestsInvited","data":{"activity":"act1","guests":["dan","cal","zed","dan"]}}"#

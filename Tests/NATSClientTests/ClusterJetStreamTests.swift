@@ -4,7 +4,7 @@ import Testing
 
 /// JetStream on a three-server cluster while servers die.
 /// Alone it takes ~30 s; beside the whole suite on two cores, 55–80 s.
-@Suite(.serialized, .timeLimit(.minutes(3)))
+@Suite(.serialized, .timeLimit(.minutes(3)), .onTestThreads)
 struct ClusterJetStreamTests {
     /// The reader sits on the stream leader's server, which is killed mid-stream: the ordered consumer moves
     /// with the connection and goes on from the last message it delivered, nothing skipped or repeated.

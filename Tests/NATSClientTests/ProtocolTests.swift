@@ -1,11 +1,12 @@
 import EventLog
 import NIOCore
+import ParleyTestSupport
 import Testing
 
 @testable import NATSClient
 
 /// The wire format, without a server: framing however the bytes are cut, headers, addresses, ack subjects.
-@Suite struct ProtocolTests {
+@Suite(.onTestThreads) struct ProtocolTests {
     /// A stream of every kind of server operation, cut at seeded random points, decodes to the same operations
     /// as when it arrives whole.
     @Test func framesSplitAtAnyByteDecodeTheSame() throws {

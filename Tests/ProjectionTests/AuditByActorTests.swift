@@ -1,4 +1,5 @@
 import Foundation
+import ParleyTestSupport
 import Testing
 
 @testable import EventLog
@@ -6,7 +7,7 @@ import Testing
 
 /// `audit(actor:)` reads an actor's events through the log's actor index: the answers are those a scan of the
 /// log gives, from the writer, after a reopen, and from a read-only open.
-@Suite struct AuditByActorTests {
+@Suite(.onTestThreads) struct AuditByActorTests {
     /// Index files of 32 records, so that a few hundred events make several files and merges.
     static let configuration = EventLog.Configuration(
         batchSize: 4096, durability: .buffered(interval: .milliseconds(20)), actorIndexRunSize: 32)

@@ -81,7 +81,7 @@ let version1Fixtures: [String: String] = [
     "GratitudeTagged": "01026731027531034d6f6d115468616e6b7320666f722064696e6e6572036a6f79",
 ]
 
-@Suite struct CodecTests {
+@Suite(.onTestThreads) struct CodecTests {
     @Test func everyEventTypeHasASample() {
         #expect(Set(sampleEvents.map(\.typeName)) == Set(DomainEvent.typeNames))
         #expect(DomainEvent.typeNames.count == 25)

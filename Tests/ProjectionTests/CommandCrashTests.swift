@@ -8,7 +8,7 @@ import Testing
 /// SIGKILL a `crash writer's `--commands` mode` child (concurrent validated commands through the engine) at
 /// random moments, over and over on one directory: every acknowledged command survives, and the reopened
 /// engine's state equals a full replay of the log.
-@Suite struct CommandCrashTests {
+@Suite(.onTestThreads) struct CommandCrashTests {
     static let rounds = 20
 
     @Test func everyAcknowledgedCommandSurvivesSigkill() async throws {

@@ -135,7 +135,7 @@ func sampleAnswers(_ engine: Engine) throws -> String {
     return out
 }
 
-@Suite struct DeterminismTests {
+@Suite(.onTestThreads) struct DeterminismTests {
     @Test(arguments: [1, 2, 3, 4, 5, 6] as [UInt64])
     func liveReplayAndSnapshotPlusTailAgree(seed: UInt64) async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("parley-random-\(UUID())").path
@@ -271,7 +271,7 @@ func sampleAnswers(_ engine: Engine) throws -> String {
     }
 }
 
-@Suite struct MemberListTests {
+@Suite(.onTestThreads) struct MemberListTests {
     @Test func appendsAndRemovesLikeAnArray() {
         var list = MemberList()
         var reference: [Member] = []
@@ -296,7 +296,7 @@ func sampleAnswers(_ engine: Engine) throws -> String {
     }
 }
 
-@Suite struct InternerRoundTripTests {
+@Suite(.onTestThreads) struct InternerRoundTripTests {
     @Test func internsLikeADictionary() throws {
         var interner = Interner()
         var reference: [String: Int32] = [:]

@@ -5,7 +5,7 @@ import Testing
 
 @testable import Projections
 
-@Suite struct ImportAuditTests {
+@Suite(.onTestThreads) struct ImportAuditTests {
     let lines = [
         #"{"id":"00000000-0000-4000-8000-000000000001","time":"2026-11-20T09:00:00.000Z","type":"UserRegistered","data":{"user":"ana","method":"email","email":"ana@chat.example","name":"Ana"}}"#,
         #"{"id":"00000000-0000-4000-8000-000000000002","time":"2026-11-20T09:01:00.000Z","type":"UserRegistered","data":{"user":"ben","method":"email","email":"ben@chat.example"}}"#,

@@ -6,7 +6,7 @@ import Testing
 @testable import Projections
 
 /// The JSON shapes the CLI prints (`--json`): exact keys, explicit nulls, ISO 8601 times.
-@Suite struct JSONShapeTests {
+@Suite(.onTestThreads) struct JSONShapeTests {
     func json(_ value: some Encodable) throws -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]

@@ -7,7 +7,7 @@ import Testing
 
 /// An engine opened with `loadsSectionsLazily` on a snapshot at the head decodes each projection when first
 /// needed, and answers exactly as an engine that decoded everything.
-@Suite struct LazySectionsTests {
+@Suite(.onTestThreads) struct LazySectionsTests {
     static let lazily = Engine.Options(snapshots: .manual, loadsSectionsLazily: true)
 
     /// A log of `steps` random commands with a snapshot at its head; returns its digest and sample answers.

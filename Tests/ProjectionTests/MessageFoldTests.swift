@@ -6,7 +6,7 @@ import Testing
 
 /// The fold reads `MessageSent` and `MessagesRead` straight from their bytes; it must end in exactly the state
 /// that applying the decoded events gives, including for payloads that do not decode.
-@Suite struct MessageFoldTests {
+@Suite(.onTestThreads) struct MessageFoldTests {
     /// Folds `payloads` (type name and bytes) both ways and compares the digests.
     func expectBothFoldsAgree(_ payloads: [(String, [UInt8])], sourceLocation: SourceLocation = #_sourceLocation) {
         var fromBytes = ProjectionState()

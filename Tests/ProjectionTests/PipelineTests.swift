@@ -12,7 +12,7 @@ import Testing
 
 /// The command pipeline's promises (DESIGN §3): one serial order, acknowledgement only when durable, queries
 /// that see only durable events, read-your-writes, fail-stop, and idempotent retries.
-@Suite struct PipelineTests {
+@Suite(.onTestThreads) struct PipelineTests {
     /// `count` users `u0`… and a group room `g` holding them all.
     static func populate(_ engine: Engine, users count: Int) async throws {
         for index in 0..<count {
@@ -272,7 +272,7 @@ import Testing
 }
 
 /// Backups and readers beside the engine's writer.
-@Suite struct LiveBackupTests {
+@Suite(.onTestThreads) struct LiveBackupTests {
     @Test func aBackupTakenWhile256SendersWriteOpensWithTheWritersDigestAtItsPosition() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("parley-\(UUID())").path
         let destination = directory + "-backup"
@@ -320,7 +320,7 @@ import Testing
 }
 
 /// Times the fuzzers found: refused or read, never a crash.
-@Suite struct TimestampFuzzRegressionTests {
+@Suite(.onTestThreads) struct TimestampFuzzRegressionTests {
     @Test func moreThanThreeFractionalDigitsAreReadToTheMillisecond() {
         #expect(Timestamp.parse("2025-11-20T08:00:00.123456Z") == Timestamp.parse("2025-11-20T08:00:00.123Z"))
         #expect(Timestamp.parse("2025-11-20T08:00:00.00000:00.000") == nil)

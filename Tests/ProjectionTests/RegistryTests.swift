@@ -1,9 +1,10 @@
+import ParleyTestSupport
 import Testing
 
 @testable import Projections
 
 /// The event registry (``DomainEvent/eventTypes``): every type once, at the index of its stable code.
-@Suite struct RegistryTests {
+@Suite(.onTestThreads) struct RegistryTests {
     /// The codes logs and snapshots were written with, by code. A type is only ever added at the end.
     static let storedCodes = [
         "UserRegistered", "ProfileUpdated", "FriendRequested", "FriendRequestAccepted", "FriendRequestDeclined",

@@ -6,7 +6,7 @@ import Testing
 @testable import Projections
 
 /// "Delete conversation" for one member: the room leaves that member's list until a newer message.
-@Suite struct RoomHiddenTests {
+@Suite(.onTestThreads) struct RoomHiddenTests {
     @Test func hiddenRoomLeavesOnlyThatListUntilANewerMessage() async throws {
         try await withWorld { e in
             #expect(e.rooms("ben").map(\.room).contains("d1"))

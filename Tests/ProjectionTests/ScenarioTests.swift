@@ -6,7 +6,7 @@ import Testing
 @testable import Projections
 
 /// One scenario per seed app, written as that app's users would act. Answers are asserted exactly.
-@Suite struct ScenarioTests {
+@Suite(.onTestThreads) struct ScenarioTests {
     /// WagChat: two dog owners match, become friends, schedule a walk, and chat about it.
     @Test func wagChatPairSchedulesAWalkAndChats() async throws {
         try await withEngine { engine, _ in

@@ -7,7 +7,7 @@ import Testing
 
 /// Snapshots the engine writes by itself: on close, and in the background every so many events, never in a
 /// command's way and never changing an answer; and an open that replays instead of loading one.
-@Suite struct SnapshotScheduleTests {
+@Suite(.onTestThreads) struct SnapshotScheduleTests {
     /// A fresh directory; removed by the caller.
     static func directory() -> String {
         FileManager.default.temporaryDirectory.appendingPathComponent("parley-snapshots-\(UUID())").path

@@ -5,7 +5,7 @@ import Testing
 
 @testable import Projections
 
-@Suite struct ValidationTests {
+@Suite(.onTestThreads) struct ValidationTests {
     // MARK: Accounts
 
     @Test func unknownUsersAreRejected() async throws {

@@ -9,7 +9,7 @@ import Testing
 ///
 /// Serialized: each test starts its own cluster, and two clusters at once would share the machine's two cores
 /// with every other suite.
-@Suite(.serialized, .timeLimit(.minutes(3))) struct ReplicatedLogTests {
+@Suite(.serialized, .timeLimit(.minutes(3)), .onTestThreads) struct ReplicatedLogTests {
     /// A log on `cluster`'s stream `stream`, as a follower (or the writer when `writes`).
     static func open(
         _ cluster: NATSCluster, stream: String, node: String, writes: Bool = true, address: String? = nil

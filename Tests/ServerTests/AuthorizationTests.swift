@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import JWTKit
+import ParleyTestSupport
 import Projections
 import Testing
 import _CryptoExtras
@@ -8,7 +9,7 @@ import _CryptoExtras
 @testable import Server
 
 /// Who may do what: every case is one request by one caller and the status it must get.
-@Suite struct AuthorizationTests {
+@Suite(.onTestThreads) struct AuthorizationTests {
     struct Case: Sendable, CustomStringConvertible {
         var method: HTTPRequest.Method
         var path: String
@@ -151,7 +152,7 @@ import _CryptoExtras
 }
 
 /// Tokens from an outside identity provider, checked against its JWKS file, its issuer and our audience.
-@Suite struct JWKSTests {
+@Suite(.onTestThreads) struct JWKSTests {
     static let issuer = "https://securetoken.google.com/parley-app"
     static let audience = "parley-app"
 

@@ -1,12 +1,13 @@
 import Foundation
 import HTTPTypes
+import ParleyTestSupport
 import Projections
 import Testing
 
 @testable import Server
 
 /// Bodies over the limit, rate limits, malformed JSON and retried commands.
-@Suite struct LimitsTests {
+@Suite(.onTestThreads) struct LimitsTests {
     @Test func bodyOverOneMebibyteIs413() async throws {
         let harness = try await Harness()
         try await seedWorld(harness.engine)

@@ -13,7 +13,7 @@ import Testing
 
 /// Replicated Parley under failure: three `nats-server`s, two `parley serve` nodes on one stream, 256 HTTP
 /// senders, and SIGKILLs of the stream's leader and of the Parley writer in the middle of the traffic.
-@Suite(.serialized, .timeLimit(.minutes(6))) struct ReplicationChaosTests {
+@Suite(.serialized, .timeLimit(.minutes(6)), .onTestThreads) struct ReplicationChaosTests {
     /// One sender's view of the cluster: which node it believes writes.
     final class Senders: @unchecked Sendable {
         let lock = NSLock()

@@ -1,12 +1,13 @@
 import Foundation
 import HTTPTypes
+import ParleyTestSupport
 import Projections
 import Testing
 
 @testable import Server
 
 /// Every route's happy path, with the exact JSON it answers (times replaced by `T`).
-@Suite struct RouteTests {
+@Suite(.onTestThreads) struct RouteTests {
     /// Runs the calls in order against one seeded server; each answer must match exactly.
     func expectAnswers(_ calls: [(HTTPRequest.Method, String, String, String?, Int, String)]) async throws {
         let harness = try await Harness()

@@ -7,8 +7,9 @@ public func withEngine<T>(_ body: (Engine, String) async throws -> T) async thro
     let directory = FileManager.default.temporaryDirectory
         .appendingPathComponent("parley-projections-\(UUID().uuidString)").path
     defer { try? FileManager.default.removeItem(atPath: directory) }
+    // blocking-ok: called from test bodies, which run on the suites' own threads (.onTestThreads)
     let engine = try Engine.open(directory: directory, configuration: testConfiguration)
-    defer { try? engine.close() }
+    defer { try? engine.close() }  // blocking-ok: as above
     return try await body(engine, directory)
 }
 

@@ -215,9 +215,9 @@ public enum StoreConformance {
 
     static func afterCloseAppendsFailWithClosed(_ store: any EventStore) async throws {
         _ = try await store.append([record(1)])
-        try store.close()
+        try store.close()  // blocking-ok: called from test bodies, on the suites' own threads
         #expect(await failure { _ = try await store.append([record(2)]) }?.code == .closed)
-        try store.close()
+        try store.close()  // blocking-ok: as above
     }
 }
 

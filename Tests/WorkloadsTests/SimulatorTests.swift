@@ -6,7 +6,7 @@ import Testing
 @testable import Projections
 @testable import Workloads
 
-@Test func simulatedWeekIsValidDeterministicAndReplaysToTheSameState() async throws {
+@Test(.onTestThreads) func simulatedWeekIsValidDeterministicAndReplaysToTheSameState() async throws {
     let options = Simulator.Options(users: 150, days: 3, seed: 7, chunkSize: 500)
     let (first, firstDigest, replayDigest, counts) = try await withEngine { engine, _ in
         let report = try Simulator(options: options).run(engine: engine)

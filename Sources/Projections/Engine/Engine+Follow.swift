@@ -35,6 +35,7 @@ extension Engine {
     /// commands are validated against, and lifts the refusal. Call it once the store writes (a promoted
     /// replicated log).
     /// - Throws: ``ValidationError/Code/storage`` when the store cannot be read (the engine keeps refusing).
+    /// Blocks the calling thread (file I/O, syncs, a fold): async code calls it through `onDedicatedThread`.
     public func lead() throws(ValidationError) {
         let task = follower.withLock { task -> Task<Void, Never>? in
             defer { task = nil }

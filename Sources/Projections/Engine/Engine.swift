@@ -62,6 +62,7 @@ public final class Engine: Sendable {
     /// snapshots only when asked (``SnapshotPolicy/manual``: the store may be read-only, or another node's);
     /// `options` say otherwise, and their default is ``SnapshotPolicy/automatic``.
     /// - Throws: ``ValidationError/Code/storage`` (with the store's error) when the store cannot be read.
+    /// Blocks the calling thread (file I/O, syncs, a fold): async code calls it through `onDedicatedThread`.
     public init(store: any EventStore, options: Options = Options(snapshots: .manual)) throws(ValidationError) {
         var report = OpenReport()
         var state = ProjectionState()
@@ -103,6 +104,7 @@ public final class Engine: Sendable {
     ///
     /// - Throws: ``ValidationError/Code/storage`` whose ``ValidationError/storageError`` says why (`.locked`,
     ///   `.corruptBatch`, `.notALog`, `.noSpace`, …).
+    /// Blocks the calling thread (file I/O, syncs, a fold): async code calls it through `onDedicatedThread`.
     public static func open(
         directory: String, configuration: EventLog.Configuration = .init(), options: Options = Options()
     ) throws(ValidationError) -> Engine {
@@ -125,6 +127,7 @@ public final class Engine: Sendable {
     /// Waits for a background snapshot being written, then writes one when the policy asks for it on close
     /// (a failure to write it is a note in ``notes``, not an error).
     /// - Throws: ``ValidationError/Code/storage`` when the store fails to close cleanly.
+    /// Blocks the calling thread (file I/O, syncs, a fold): async code calls it through `onDedicatedThread`.
     public func close() throws(ValidationError) {
         follower.withLock { $0 }?.cancel()
         durableChanges.close()
@@ -160,6 +163,7 @@ public final class Engine: Sendable {
     ///
     /// Commands wait while it runs; those already handed to the store are acknowledged first.
     /// - Throws: ``ValidationError/Code/storage`` when the store cannot be read (the old state is kept).
+    /// Blocks the calling thread (file I/O, syncs, a fold): async code calls it through `onDedicatedThread`.
     @discardableResult
     public func replay() throws(ValidationError) -> UInt64 {
         load(.all)
@@ -177,6 +181,7 @@ public final class Engine: Sendable {
 
     /// Folds the whole store into fresh state without touching the engine's, and returns that state's digest.
     /// - Throws: ``ValidationError/Code/storage`` when the store cannot be read.
+    /// Blocks the calling thread (file I/O, syncs, a fold): async code calls it through `onDedicatedThread`.
     public func replayDigest() throws(ValidationError) -> String {
         var fresh = ProjectionState()
         try Engine.fold(store: store, into: &fresh)
