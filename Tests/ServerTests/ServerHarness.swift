@@ -39,7 +39,7 @@ struct Harness: Sendable {
     let server: ParleyServer
 
     init(configure: (inout ServerConfiguration) -> Void = { _ in }, store: (any EventStore)? = nil) async throws {
-        engine = try Engine(store: store ?? MemoryStore())
+        engine = try Engine(store: store ?? MemoryStore())  // blocking-ok: a memory store, from test bodies
         var configuration = ServerConfiguration()
         configuration.port = 0
         configuration.requestsPerSecond = 0
@@ -50,15 +50,19 @@ struct Harness: Sendable {
 
     /// Runs `body` against the server listening on 127.0.0.1 (any free port), then stops it gracefully.
     func test(_ body: @escaping @Sendable (Client) async throws -> Void) async throws {
-        let port = PlainMutex<Int?>(nil)
-        let app = server.makeApplication { channel in port.withLock { $0 = channel.localAddress?.port } }
-        let group = ServiceGroup(configuration: .init(services: [app], logger: Logger(label: "parley-test")))
-        let running = Task { try await group.run() }
-        let deadline = ContinuousClock.now + .seconds(30)
-        while port.withLock({ $0 }) == nil, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(5))
+        // The port arrives once the server listens; the stream ends without one if the server stops first.
+        let (ports, reporter) = AsyncStream.makeStream(of: Int?.self)
+        let app = server.makeApplication { channel in
+            reporter.yield(channel.localAddress?.port)
+            reporter.finish()
         }
-        let listening = try #require(port.withLock { $0 }, "the server did not start")
+        let group = ServiceGroup(configuration: .init(services: [app], logger: Logger(label: "parley-test")))
+        let running = Task {
+            defer { reporter.finish() }
+            try await group.run()
+        }
+        var reported = ports.makeAsyncIterator()
+        let listening = try #require(await reported.next() ?? nil, "the server stopped before it listened")
         do {
             try await body(Client(port: listening))
         } catch {

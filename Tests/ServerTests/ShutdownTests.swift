@@ -35,7 +35,7 @@ final class ServeProcess: @unchecked Sendable {
         process.standardOutput = FileHandle.nullDevice
         try process.run()
         // The child says its port on stderr once it listens.
-        let deadline = ContinuousClock.now + .seconds(30)
+        let deadline = ContinuousClock.now + .seconds(60)
         var found: Int?
         while found == nil, ContinuousClock.now < deadline, process.isRunning {
             let text = (try? String(contentsOfFile: errorPath, encoding: .utf8)) ?? ""
@@ -127,7 +127,7 @@ struct CLIFailure: Error, CustomStringConvertible {
             }
             group.addTask {
                 // Stop it in the middle of the stream, once it is flowing (bounded on a slow machine).
-                let deadline = ContinuousClock.now + .seconds(30)
+                let deadline = ContinuousClock.now + .seconds(60)
                 while acknowledged.withLock({ $0.count }) < 300, ContinuousClock.now < deadline {
                     try await Task.sleep(for: .milliseconds(10))
                 }

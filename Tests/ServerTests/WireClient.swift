@@ -1,3 +1,4 @@
+import EventLog
 import Foundation
 import HTTPTypes
 
@@ -11,9 +12,7 @@ import HTTPTypes
 
 /// Runs `body` on a new thread and returns its result.
 func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        Thread { continuation.resume(with: Result { try body() }) }.start()
-    }
+    try await onDedicatedThread("parley-test-wire", body)
 }
 
 struct WireError: Error, CustomStringConvertible {
