@@ -101,7 +101,7 @@ import Testing
             "\(run)")
     }
 
-    @Test(.timeLimit(.minutes(1)))
+    @Test(.timeLimit(.minutes(3)))
     func tailStoppedBySIGINTExitsZeroAndLeavesEveryFileAsItWas() throws {
         let sandbox = try Scenario.sandbox()
         func files() throws -> [String: Data] {

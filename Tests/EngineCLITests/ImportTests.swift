@@ -134,7 +134,7 @@ struct ImportTests {
         #expect(exported[1].contains("\"id\":\"\(acks[1]["id"] as? String ?? "?")\""))
     }
 
-    @Test(.timeLimit(.minutes(1)))
+    @Test(.timeLimit(.minutes(3)))
     func appendAcknowledgesALineBeforeTheNextOneIsWritten() throws {
         let sandbox = try Sandbox()
         let process = Process()

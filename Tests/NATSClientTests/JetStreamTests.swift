@@ -4,7 +4,7 @@ import ParleyTestSupport
 import Testing
 
 /// JetStream streams, publishing and reading against one real nats-server.
-@Suite(.timeLimit(.minutes(1)), .onTestThreads)
+@Suite(.timeLimit(.minutes(3)), .onTestThreads)
 struct JetStreamTests {
     @Test func streamIsCreatedVerifiedDescribedAndDeleted() async throws {
         try await NATSCluster.with { cluster in

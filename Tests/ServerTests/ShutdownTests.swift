@@ -74,7 +74,7 @@ struct CLIFailure: Error, CustomStringConvertible {
 }
 
 /// `parley serve` as a process: SIGTERM in the middle of a stream of commands.
-@Suite(.timeLimit(.minutes(2)), .onTestThreads) struct ShutdownTests {
+@Suite(.timeLimit(.minutes(4)), .onTestThreads) struct ShutdownTests {
     static func post(_ client: HTTPWire, _ path: String, user: String, json: String) async throws -> WireResponse {
         try await client.request(
             .post, path,
