@@ -33,19 +33,23 @@ final class OutputFile {
         self.path = path
         let existed = access(path, F_OK) == 0
         var fd: CInt
+        var code: CInt = 0
         repeat {
             fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
-        } while fd < 0 && errno == EINTR
+            code = fd < 0 ? errno : 0
+        } while code == EINTR
         guard fd >= 0 else {
-            let reason = String(cString: strerror(errno))
-            throw CLIError("cannot open \(path) for writing: \(reason) (check the path and its permissions)")
+            throw CLIError(
+                "cannot open \(path) for writing: \(String(cString: strerror(code))) (check the path and its "
+                    + "permissions)")
         }
         descriptor = fd
         created = !existed
         // Truncate only regular files: a device or a FIFO is written into as it is.
         var info = stat()
         if fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, ftruncate(fd, 0) != 0 {
-            let reason = String(cString: strerror(errno))
+            let code = errno
+            let reason = String(cString: strerror(code))
             _ = close(fd)
             throw CLIError("cannot empty \(path): \(reason)")
         }
@@ -68,8 +72,9 @@ final class OutputFile {
             while left > 0 {
                 let written = Glibc.write(descriptor, next, left)
                 if written < 0 {
-                    if errno == EINTR { continue }
-                    failure = errno
+                    let code = errno
+                    if code == EINTR { continue }
+                    failure = code
                     return
                 }
                 next += written
@@ -91,7 +96,10 @@ final class OutputFile {
             _ = close(descriptor)
             throw writeFailed(code)
         }
-        if close(descriptor) != 0 && errno != EINTR { throw writeFailed(errno) }
+        if close(descriptor) != 0 {
+            let code = errno
+            if code != EINTR { throw writeFailed(code) }
+        }
     }
 
     /// After a failure: closes the file and removes it when this run created it, so no cut file is left

@@ -19,9 +19,7 @@ enum Checkpoint {
         writer.writeVarint(UInt64(index.uncompressedBytes))
         writer.writeVarint(UInt64(index.segments.count))
         for segment in index.segments {
-            guard let print = FileSystem.fingerprint(segment.path) else {
-                throw EventLogError.system("stat \(segment.path)")
-            }
+            let print = try FileSystem.requireFingerprint(segment.path)
             writer.writeString(String(segment.path.split(separator: "/").last ?? ""))
             writer.writeVarint(segment.firstPosition)
             writer.writeVarint(UInt64(segment.length))

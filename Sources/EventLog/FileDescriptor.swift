@@ -22,6 +22,8 @@ package enum SystemCallFaults {
         case freeSpace
         /// `opendir` (listing a directory) fails with the errno.
         case list
+        /// `ftruncate`, `rename`, `unlink`, `mkdir` and `stat`/`fstat` fail with the errno.
+        case truncate, rename, remove, makeDirectory, stat
     }
 
     struct Fault {
@@ -86,20 +88,26 @@ final class FileDescriptor: @unchecked Sendable {
 
     static func open(_ path: String, flags: CInt, mode: mode_t = 0o600) throws(EventLogError) -> FileDescriptor {
         let fd = SystemCallFaults.failing(.open, path) ? -1 : Glibc.open(path, flags | O_CLOEXEC, mode)
-        guard fd >= 0 else { throw EventLogError.system("open \(path)") }
+        guard fd >= 0 else {
+            let number = errno
+            throw EventLogError.system("open \(path)", errno: number)
+        }
         return FileDescriptor(rawValue: fd, path: path)
     }
 
     /// The file's size.
     func size() throws(EventLogError) -> Int {
         var info = stat()
-        guard fstat(rawValue, &info) == 0 else { throw EventLogError.system("stat \(path)") }
+        guard !SystemCallFaults.failing(.stat, path), fstat(rawValue, &info) == 0 else {
+            let number = errno
+            throw EventLogError.system("stat \(path)", errno: number)
+        }
         return Int(info.st_size)
     }
 
     /// Reads exactly `count` bytes at `offset`, or fewer only at end of file.
     func read(at offset: Int, count: Int) throws(EventLogError) -> [UInt8] {
-        var failed = false
+        var failure: Int32?
         let bytes = [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
             var done = 0
             while done < count {
@@ -107,8 +115,9 @@ final class FileDescriptor: @unchecked Sendable {
                     SystemCallFaults.failing(.read, path)
                     ? -1 : pread(rawValue, buffer.baseAddress! + done, count - done, off_t(offset + done))
                 if n < 0 {
-                    if errno == EINTR { continue }
-                    failed = true
+                    let number = errno
+                    if number == EINTR { continue }
+                    failure = number
                     break
                 }
                 if n == 0 { break }
@@ -116,7 +125,7 @@ final class FileDescriptor: @unchecked Sendable {
             }
             initialized = done
         }
-        if failed { throw EventLogError.system("read \(path) at offset \(offset)") }
+        if let failure { throw EventLogError.system("read \(path) at offset \(offset)", errno: failure) }
         return bytes
     }
 
@@ -130,8 +139,9 @@ final class FileDescriptor: @unchecked Sendable {
                 SystemCallFaults.failing(.write, path)
                 ? -1 : pwrite(rawValue, bytes.baseAddress! + done, wanted, off_t(offset + done))
             if n < 0 {
-                if errno == EINTR { continue }
-                throw EventLogError.system("write \(path) at offset \(offset + done)")
+                let number = errno
+                if number == EINTR { continue }
+                throw EventLogError.system("write \(path) at offset \(offset + done)", errno: number)
             }
             done += n
         }
@@ -151,18 +161,23 @@ final class FileDescriptor: @unchecked Sendable {
 
     func syncData() throws(EventLogError) {
         guard !SystemCallFaults.failing(.syncData, path), fdatasync(rawValue) == 0 else {
-            throw EventLogError.system("fdatasync \(path)")
+            let number = errno
+            throw EventLogError.system("fdatasync \(path)", errno: number)
         }
     }
 
     func syncAll() throws(EventLogError) {
         guard !SystemCallFaults.failing(.syncAll, path), fsync(rawValue) == 0 else {
-            throw EventLogError.system("fsync \(path)")
+            let number = errno
+            throw EventLogError.system("fsync \(path)", errno: number)
         }
     }
 
     func truncate(to length: Int) throws(EventLogError) {
-        guard ftruncate(rawValue, off_t(length)) == 0 else { throw EventLogError.system("truncate \(path)") }
+        guard !SystemCallFaults.failing(.truncate, path), ftruncate(rawValue, off_t(length)) == 0 else {
+            let number = errno
+            throw EventLogError.system("truncate \(path) to \(length) bytes", errno: number)
+        }
     }
 
     /// Takes an exclusive advisory lock without waiting; false when another holder has it.
@@ -181,16 +196,28 @@ enum FileSystem {
     }
 
     static func makeDirectory(_ path: String) throws(EventLogError) {
-        guard mkdir(path, 0o700) == 0 || errno == EEXIST else { throw EventLogError.system("mkdir \(path)") }
+        guard !SystemCallFaults.failing(.makeDirectory, path), mkdir(path, 0o700) == 0 else {
+            let number = errno
+            guard number == EEXIST else { throw EventLogError.system("mkdir \(path)", errno: number) }
+            return
+        }
     }
 
     static func list(_ path: String) throws(EventLogError) -> [String] {
         guard let dir = SystemCallFaults.failing(.list, path) ? nil : opendir(path) else {
-            throw EventLogError.system("list \(path)")
+            let number = errno
+            throw EventLogError.system("list \(path)", errno: number)
         }
         defer { closedir(dir) }
         var names: [String] = []
-        while let entry = readdir(dir) {
+        while true {
+            // readdir returns nil both at the end and on an error: only errno tells them apart.
+            errno = 0
+            guard let entry = readdir(dir) else {
+                let number = errno
+                if number != 0 { throw EventLogError.system("list \(path)", errno: number) }
+                break
+            }
             let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
                 String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
             }
@@ -205,17 +232,32 @@ enum FileSystem {
     }
 
     static func remove(_ path: String) throws(EventLogError) {
-        guard unlink(path) == 0 || errno == ENOENT else { throw EventLogError.system("remove \(path)") }
+        guard !SystemCallFaults.failing(.remove, path), unlink(path) == 0 else {
+            let number = errno
+            guard number == ENOENT else { throw EventLogError.system("remove \(path)", errno: number) }
+            return
+        }
     }
 
     static func rename(_ from: String, _ to: String) throws(EventLogError) {
-        guard Glibc.rename(from, to) == 0 else { throw EventLogError.system("rename \(from) to \(to)") }
+        guard !SystemCallFaults.failing(.rename, from), Glibc.rename(from, to) == 0 else {
+            let number = errno
+            throw EventLogError.system("rename \(from) to \(to)", errno: number)
+        }
     }
 
-    /// Size, modification time and inode: what tells whether a file changed since we last saw it.
-    static func fingerprint(_ path: String) -> FileFingerprint? {
+    /// Size, modification time and inode: what tells whether a file changed since we last saw it; nil when it
+    /// cannot be read.
+    static func fingerprint(_ path: String) -> FileFingerprint? { try? requireFingerprint(path) }
+
+    /// ``fingerprint(_:)``, for a file that must be there.
+    /// - Throws: `.io` (or `.noSpace`) naming the file, with errno, when `stat` fails.
+    static func requireFingerprint(_ path: String) throws(EventLogError) -> FileFingerprint {
         var info = stat()
-        guard stat(path, &info) == 0 else { return nil }
+        guard !SystemCallFaults.failing(.stat, path), stat(path, &info) == 0 else {
+            let number = errno
+            throw EventLogError.system("stat \(path)", errno: number)
+        }
         return FileFingerprint(
             size: UInt64(info.st_size), modifiedSeconds: Int64(info.st_mtim.tv_sec),
             modifiedNanoseconds: Int64(info.st_mtim.tv_nsec), inode: UInt64(info.st_ino))
@@ -255,10 +297,16 @@ enum FileSystem {
     /// changed it. The log holds every user's messages, e-mail and phone number.
     static func tightenMode(_ path: String) throws(EventLogError) -> mode_t? {
         var info = stat()
-        guard stat(path, &info) == 0 else { throw EventLogError.system("stat \(path)") }
+        guard !SystemCallFaults.failing(.stat, path), stat(path, &info) == 0 else {
+            let number = errno
+            throw EventLogError.system("stat \(path)", errno: number)
+        }
         let mode = info.st_mode & 0o7777
         guard mode & 0o077 != 0 else { return nil }
-        guard chmod(path, 0o700) == 0 else { throw EventLogError.system("chmod 0700 \(path)") }
+        guard chmod(path, 0o700) == 0 else {
+            let number = errno
+            throw EventLogError.system("chmod 0700 \(path)", errno: number)
+        }
         return mode
     }
 
@@ -280,11 +328,13 @@ enum FileSystem {
     static func freeSpace(_ path: String) throws(EventLogError) -> Int {
         if let fault = SystemCallFaults.fault(.freeSpace, path) {
             guard fault.errno != 0 else { return 0 }
-            errno = fault.errno
-            throw EventLogError.system("statvfs \(path)")
+            throw EventLogError.system("statvfs \(path)", errno: fault.errno)
         }
         var info = statvfs()
-        guard statvfs(path, &info) == 0 else { throw EventLogError.system("statvfs \(path)") }
+        guard statvfs(path, &info) == 0 else {
+            let number = errno
+            throw EventLogError.system("statvfs \(path)", errno: number)
+        }
         let (bytes, overflow) = UInt64(info.f_bavail).multipliedReportingOverflow(by: UInt64(info.f_frsize))
         return overflow || bytes > UInt64(Int.max) ? Int.max : Int(bytes)
     }
@@ -321,9 +371,12 @@ struct FileFingerprint: Equatable, Sendable {
 }
 
 extension EventLogError {
-    /// An I/O error carrying errno, its text, and `.noSpace` for a full disk or quota.
-    static func system(_ what: String) -> EventLogError {
-        let number = Glibc.errno
+    /// An I/O error carrying errno `number`, its text, and `.noSpace` for a full disk or quota.
+    ///
+    /// The caller reads errno into a local on the line after the failing call and passes it here: building
+    /// `what` (an interpolation, an allocation) or any other call may change errno first (swift-nio's
+    /// `SystemCallHelpers` rule).
+    static func system(_ what: String, errno number: Int32) -> EventLogError {
         let text = String(cString: strerror(number))
         let code: Code = number == ENOSPC || number == EDQUOT ? .noSpace : .io
         return EventLogError(code, "\(what): \(text) (errno \(number))", errno: number)
