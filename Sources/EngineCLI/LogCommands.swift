@@ -173,14 +173,19 @@ extension GlobalOptions {
     /// Fails with a clear message when the data directory holds no log.
     func requireLog() throws {
         var info = stat()
-        if stat(directory + "/parley.state", &info) != 0, errno != ENOENT {
+        if stat(directory + "/parley.state", &info) != 0 {
+            let code = errno
             // Not "not a log": the directory may well hold one that this user may not read.
-            throw CLIError(
-                "cannot read \(directory): \(String(cString: strerror(errno))) (check its permissions, or run as "
-                    + "the user who owns it)")
+            if code != ENOENT {
+                throw CLIError(
+                    "cannot read \(directory): \(String(cString: strerror(code))) (check its permissions, or run "
+                        + "as the user who owns it)")
+            }
         }
         guard FileManager.default.fileExists(atPath: directory + "/parley.state") else {
             if FileManager.default.fileExists(atPath: directory) {
+                let missing = EventLog.missingStateError(directory: directory)
+                if missing.code == .incomplete { throw CLIError(missing.message) }
                 throw CLIError("\(directory) is not a Parley log (no parley.state). Pass --data DIR.")
             }
             throw CLIError(

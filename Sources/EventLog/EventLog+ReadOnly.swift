@@ -58,6 +58,8 @@ struct LogFollower {
     /// The same after the last batch that ends an append group: what a reader may show. An append of several
     /// batches is whole only with its last one (a crash can leave the others without it).
     var whole: (expected: UInt64, digest: [UInt8]) = (1, BatchFormat.zeroDigest)
+    /// What the walk found that the reader should be told, one line each (a segment read under another name).
+    var notes: [String] = []
 
     /// Indexes batches until `limit` is reached (or the data written so far ends). With `stopAtDamage` (a log a
     /// crash left, with no writer to say where its acknowledged part ends) a batch that fails a check ends the
@@ -68,15 +70,32 @@ struct LogFollower {
     {
         while expected <= limit {
             if index.segments.last?.isSealed ?? true {
-                let name = segmentFileName(firstPosition: expected)
+                let expectedName = segmentFileName(firstPosition: expected)
+                guard let name = try nextSegmentName(expectedName, after: index.segments.last?.path) else { return }
                 let path = directory + "/" + name
-                guard FileSystem.exists(path) else { return }
                 let file = try FileDescriptor.open(path, flags: O_RDONLY)
                 let header = try file.read(at: 0, count: BatchFormat.segmentHeaderSize)
                 guard header.count == BatchFormat.segmentHeaderSize else { return }
-                guard try SegmentScanner(name: name, bytes: header).parseHeader() == expected else {
+                let first = try SegmentScanner(name: name, bytes: header).parseHeader()
+                // A damaged header on a crashed log's last segment is a creation the crash cut short: the writer
+                // removes that segment, so the log ends before it.
+                if first == nil, stopAtDamage, try nextSegmentName(nil, after: path) == nil { return }
+                guard let first, first == expected else {
+                    guard name == expectedName else {
+                        throw EventLogError(
+                            .corruptBatch,
+                            "segment \(name) starts at position \(first.map(String.init) ?? "?") (its header), but the "
+                                + "log before it ends at position \(expected - 1): a segment is missing. Run "
+                                + "`parley verify` for details.")
+                    }
                     throw EventLogError(
                         .corruptBatch, "segment \(name) does not start at position \(expected), as its name says")
+                }
+                if name != expectedName {
+                    notes.append(
+                        "segment \(name) is named for another position, but its header says it starts at position "
+                            + "\(expected): it is read by its header, as the writer reads it; rename it to "
+                            + "\(expectedName)")
                 }
                 index.segments.append(
                     SegmentState(
@@ -134,6 +153,15 @@ struct LogFollower {
             expected = header.lastPosition + 1
             if !header.continues { whole = (expected, digest) }
         }
+    }
+
+    /// The segment to read after the one at `previous` (a path; nil before the first): `expected` when it is
+    /// there, else the first segment whose name sorts after `previous`, as the writer takes them (in name order,
+    /// each by its header); nil when there is none.
+    private func nextSegmentName(_ expected: String?, after previous: String?) throws(EventLogError) -> String? {
+        if let expected, FileSystem.exists(directory + "/" + expected) { return expected }
+        let last = previous.map { String($0.split(separator: "/").last ?? "") } ?? ""
+        return try FileSystem.list(directory).first { $0.hasSuffix(".seg") && $0 > last }
     }
 }
 
@@ -210,7 +238,7 @@ extension EventLog {
         let stateFile: StateFile
         do throws(EventLogError) {
             guard let read = try StateFile.read(directory + "/" + stateFileName) else {
-                throw EventLogError(.notALog, "\(directory) is not a Parley log (no \(stateFileName))")
+                throw missingStateError(directory: directory)
             }
             stateFile = read
         } catch  where error.code == .notALog && FileSystem.exists(directory + "/" + segmentFileName(firstPosition: 1))
@@ -239,13 +267,43 @@ extension EventLog {
         try follower.advance(&index, to: limit, stopAtDamage: limit == .max)
         index.committed = follower.whole.expected - 1
         index.committedDigest = follower.whole.digest
+        // What the writer checks before it opens a cleanly closed log: that its segments end where the close
+        // said. Read short, a log cut at an append group's end would look whole.
+        let endsElsewhere = index.committed != stateFile.head || index.committedDigest != stateFile.digest
+        if !isLive, stateFile.isClean, endsElsewhere {
+            throw cleanCloseMismatch(directory: directory, state: stateFile, committed: index.committed)
+        }
+        var report = OpenReport()
+        report.notes = follower.notes
+        follower.notes = []
         let placeholder = try FileDescriptor.open(directory, flags: O_RDONLY | O_DIRECTORY)
         let log = EventLog(
-            directory: directory, configuration: configuration, report: OpenReport(), lockFile: nil, index: index,
+            directory: directory, configuration: configuration, report: report, lockFile: nil, index: index,
             writer: WriterState.idle(directory: directory, file: placeholder),
             readOnly: ReadOnlyFollow(follower: follower, headFile: headFile, isLive: isLive))
         log.startFollowing()
         return log
+    }
+
+    /// What a creation cut short by a crash leaves: the lock and the state file's temporary copy. A writer
+    /// completes a directory that holds only these.
+    static let creationLeftovers = [lockFileName, stateFileName + ".tmp"]
+
+    /// Why a reader cannot read `directory`, which holds no `parley.state`: `.incomplete` when it is empty or
+    /// holds only what a creation cut short leaves (a writer completes it: say so), `.notALog` when it holds
+    /// other files, `.notFound` when there is no such directory.
+    public static func missingStateError(directory: String) -> EventLogError {
+        guard FileSystem.exists(directory) else { return EventLogError(.notFound, "no log at \(directory)") }
+        let names = (try? FileSystem.list(directory)) ?? []
+        guard names.allSatisfy(creationLeftovers.contains) else {
+            return EventLogError(.notALog, "\(directory) is not a Parley log (no \(stateFileName))")
+        }
+        let held = names.isEmpty ? "is empty" : "holds only " + names.joined(separator: " and ") + ","
+        return EventLogError(
+            .incomplete,
+            "\(directory) looks half-created: it \(held) with no \(stateFileName), as the creation of a log leaves "
+                + "it when cut short. Opening it with a writer (`parley append`, `parley import` or `parley serve`) "
+                + "completes it; commands that only read need a complete log.")
     }
 
     /// Whether this log was opened with ``openReadOnly(directory:configuration:)``.

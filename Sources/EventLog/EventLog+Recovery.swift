@@ -80,6 +80,12 @@ extension EventLog {
                     cleanTail: isLast && !result.hasValidDataAfterStop, cleanHead: cleanHead, report: &report)
                 break
             }
+            if firstPosition == expectedAtStart, name != segmentFileName(firstPosition: firstPosition) {
+                report.notes.append(
+                    "segment \(name) is named for another position, but its header says it starts at position "
+                        + "\(firstPosition): it is read by its header; rename it to "
+                        + "\(segmentFileName(firstPosition: firstPosition))")
+            }
             if firstPosition != expectedAtStart {
                 throw EventLogError(
                     .corruptBatch,
@@ -152,6 +158,17 @@ extension EventLog {
         index.committed = expected - 1
         index.committedDigest = digest
         return index
+    }
+
+    /// A cleanly closed log whose segments end elsewhere than its close recorded (`parley.state`): a segment is
+    /// missing or was cut. The writer refuses to open it, and a reader to read it short.
+    static func cleanCloseMismatch(directory: String, state: StateFile, committed: UInt64) -> EventLogError {
+        EventLogError(
+            .corruptBatch,
+            "the log in \(directory) was closed cleanly at position \(state.head), but its segments end at position "
+                + "\(committed)\(committed == state.head ? " with another digest" : ""): a segment is missing or was "
+                + "cut (\(stateFileName) recorded the close). Restore it from a backup, or open with "
+                + "`parley repair --truncate-at-corruption` to accept the shorter log.")
     }
 
     /// Handles a damaged batch before the tail: throws, or with `truncateAtCorruption` cuts the log there.

@@ -55,27 +55,32 @@ extension EventLog {
     }
 
     /// Verifies the log in `directory` without opening it for writing (works on a log too damaged to open).
+    ///
+    /// Beside what ``verify()`` checks, a log closed cleanly (and not held by a writer now) must end where its
+    /// close recorded in `parley.state`, as the writer requires before it opens it: a segment missing at the end,
+    /// or one cut at an append group's end, is reported (`endsBeforeCleanClose`, `cleanCloseMismatch`).
     /// - Throws: `.notALog` when the directory has no Parley state file.
     public static func verify(directory: String) throws(EventLogError) -> VerificationReport {
-        guard FileSystem.exists(directory + "/" + stateFileName) else {
-            throw EventLogError(.notALog, "\(directory) is not a Parley log (no \(stateFileName))")
-        }
+        guard FileSystem.exists(directory + "/" + stateFileName) else { throw missingStateError(directory: directory) }
         // Beside a live writer, check what it acknowledged: the batches after it may be half written. The head
         // is read before the sizes, so every batch up to it is whole in the sizes taken after.
         var through = UInt64.max
-        if isHeldByAnotherProcess(directory),
+        let isHeld = isHeldByAnotherProcess(directory)
+        if isHeld,
             let headFile = try? FileDescriptor.open(directory + "/" + HeadFile.name, flags: O_RDONLY),
             let head = HeadFile.read(headFile)
         {
             through = head.position
         }
+        // A damaged state file is only a lost hint, as it is to the writer.
+        let state = isHeld ? nil : (try? StateFile.read(directory + "/" + stateFileName)) ?? nil
         let names = try FileSystem.list(directory).filter { $0.hasSuffix(".seg") }
         var segments: [(String, Int)] = []
         for name in names {
             let path = directory + "/" + name
             segments.append((path, Int(FileSystem.fingerprint(path)?.size ?? 0)))
         }
-        return try verify(segments: segments, through: through)
+        return try verify(segments: segments, through: through, cleanClose: state?.isClean == true ? state : nil)
     }
 
     /// Whether a writer holds the log in `directory` now (its `LOCK` is taken).
@@ -88,9 +93,10 @@ extension EventLog {
         return true
     }
 
-    static func verify(segments: [(path: String, length: Int)], through committed: UInt64) throws(EventLogError)
-        -> VerificationReport
-    {
+    /// Checks `segments` up to position `committed`; with `cleanClose`, also that they end at its head and digest.
+    static func verify(
+        segments: [(path: String, length: Int)], through committed: UInt64, cleanClose: StateFile? = nil
+    ) throws(EventLogError) -> VerificationReport {
         var problems: [VerificationProblem] = []
         var expected: UInt64 = 1
         var digest = BatchFormat.zeroDigest
@@ -102,6 +108,7 @@ extension EventLog {
         // and the figures as of the last whole group.
         var openGroup: (segment: String, offset: Int, position: UInt64)?
         var whole = (records: UInt64(0), batches: 0, digest: BatchFormat.zeroDigest)
+        var wholeEnd: UInt64 = 0
         for (number, segment) in segments.enumerated() {
             let name = String(segment.path.split(separator: "/").last ?? "")
             guard let all = try FileSystem.read(segment.path) else { continue }
@@ -111,6 +118,12 @@ extension EventLog {
                 problems.append(
                     VerificationProblem(segment: name, offset: 0, position: expected, kind: "badSegmentHeader"))
                 continue
+            }
+            // The name is the segment's first position (FORMAT.md): readers that look a segment up by name miss
+            // one renamed.
+            if name != segmentFileName(firstPosition: first) {
+                problems.append(
+                    VerificationProblem(segment: name, offset: 0, position: first, kind: "segmentNameMismatch"))
             }
             if first != expected {
                 if !resynchronised {
@@ -204,6 +217,7 @@ extension EventLog {
                     } else {
                         openGroup = nil
                         whole = (records, batches, digest)
+                        wholeEnd = header.lastPosition
                     }
                     offset += header.totalLength
                 }
@@ -220,6 +234,14 @@ extension EventLog {
                     segment: openGroup.segment, offset: openGroup.offset, position: openGroup.position,
                     kind: "incompleteAppendGroup"))
             (records, batches, digest) = whole
+        }
+        if let cleanClose, wholeEnd != cleanClose.head || whole.digest != cleanClose.digest {
+            let last = segments.last.map { (String($0.path.split(separator: "/").last ?? ""), $0.length) }
+            problems.append(
+                VerificationProblem(
+                    segment: last?.0 ?? stateFileName, offset: last?.1 ?? 0,
+                    position: wholeEnd < cleanClose.head ? wholeEnd + 1 : cleanClose.head,
+                    kind: wholeEnd < cleanClose.head ? "endsBeforeCleanClose" : "cleanCloseMismatch"))
         }
         return VerificationReport(
             records: records, batches: batches, segments: segments.count, headDigest: digest.hexString,

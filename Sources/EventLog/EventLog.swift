@@ -153,10 +153,8 @@ public final class EventLog: @unchecked Sendable {
         let names = try FileSystem.list(directory)
         let statePath = directory + "/" + stateFileName
         let hasState = names.contains(stateFileName)
-        // What a creation cut short by a crash leaves: the lock and the state file's temporary copy.
-        let leftovers = [lockFileName, stateFileName + ".tmp"]
         if !hasState {
-            let foreign = names.filter { !leftovers.contains($0) }
+            let foreign = names.filter { !creationLeftovers.contains($0) }
             if !foreign.isEmpty {
                 let shown = foreign.prefix(3).joined(separator: ", ")
                 throw EventLogError(
@@ -204,12 +202,7 @@ public final class EventLog: @unchecked Sendable {
             if let stateFile, stateFile.isClean, !configuration.truncateAtCorruption,
                 index.committed != stateFile.head || index.committedDigest != stateFile.digest
             {
-                throw EventLogError(
-                    .corruptBatch,
-                    "the log in \(directory) was closed cleanly at position \(stateFile.head), but its segments end at "
-                        + "position \(index.committed)\(index.committed == stateFile.head ? " with another digest" : ""): "
-                        + "a segment is missing or was cut. Restore it from a backup, or open with "
-                        + "`parley repair --truncate-at-corruption` to accept the shorter log.")
+                throw cleanCloseMismatch(directory: directory, state: stateFile, committed: index.committed)
             }
             if let stateFile, stateFile.isClean, stateFile.head > index.committed + report.droppedRecords {
                 let missing = stateFile.head - index.committed - report.droppedRecords

@@ -26,6 +26,9 @@ public struct EventLogError: Error, Sendable, Hashable, CustomStringConvertible 
         public static let invalidConfiguration = Code("invalidConfiguration")
         /// The directory holds files but is not a Parley log; the log refuses to touch it.
         public static let notALog = Code("notALog")
+        /// The directory holds no log yet, or only what a creation cut short leaves (`LOCK`, `parley.state.tmp`):
+        /// opening it with a writer completes it; readers refuse it until then.
+        public static let incomplete = Code("incomplete")
         /// Another process (or another open log in this one) holds the directory.
         public static let locked = Code("locked")
         /// The log does not exist and was not to be created.
