@@ -48,6 +48,8 @@ final class ActorIndex: Sendable {
         var isBuilding = false
         /// The builder's failures in a row.
         var failures = 0
+        /// The builder's failures since the log opened.
+        var totalFailures = 0
         var notes = BackgroundNotes()
     }
 
@@ -68,6 +70,15 @@ final class ActorIndex: Sendable {
 
     /// The builder's failures in a row (0 after a success).
     var failures: Int { state.withLock { $0.failures } }
+
+    /// What monitoring shows of the index (see ``EventLog/actorIndexStatus``).
+    var status: EventLog.ActorIndexStatus {
+        state.withLock { state in
+            EventLog.ActorIndexStatus(
+                position: Position(state.runs.last?.last ?? 0), isBuilding: state.isBuilding,
+                failures: state.totalFailures)
+        }
+    }
 
     private func note(_ text: String, key: String) {
         state.withLock { $0.notes.add(text, key: key) }
@@ -285,6 +296,7 @@ final class ActorIndex: Sendable {
     private func failed(_ error: EventLogError) -> DispatchTimeInterval {
         let failures = state.withLock { state in
             state.failures += 1
+            state.totalFailures += 1
             return state.failures
         }
         var pause = Self.firstPause
@@ -511,4 +523,20 @@ final class ActorIndex: Sendable {
 
         mutating func advance() { next += 1 }
     }
+}
+
+extension EventLog {
+    /// How far the actor index has come, for monitoring: records after ``position`` are read from the segments.
+    public struct ActorIndexStatus: Sendable, Hashable {
+        /// The last position the index files cover; ``Position/zero`` for none.
+        public var position: Position
+        /// Whether this log builds the index: the writer does (unless its run size is 0), a read-only log does not.
+        public var isBuilding: Bool
+        /// Times the builder failed to write or merge a file since the log opened (each is also a line of
+        /// ``EventLog/notes``).
+        public var failures: Int
+    }
+
+    /// The actor index's progress now (one lock, no I/O).
+    public var actorIndexStatus: ActorIndexStatus { actorIndex.status }
 }

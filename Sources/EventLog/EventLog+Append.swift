@@ -80,6 +80,9 @@ final class WriterState: @unchecked Sendable {
     var isSyncerClosing = false
     var isDirty = false
     let stopped = DispatchGroup()
+    /// Told how long each segment sync took (see ``EventLog/observeSyncs(_:)``). A `Mutex`: it is set once and
+    /// read once per sync, never contended.
+    let syncObserver = Mutex<(@Sendable (Duration) -> Void)?>(nil)
 
     // Only under `encoding`.
     var encoder = BatchEncoder()
@@ -184,6 +187,15 @@ extension EventLog {
         writer.queue.append(request)
         writer.queueCondition.signal()
         writer.queueCondition.unlock()
+    }
+
+    /// Calls `observer` with how long each fdatasync of a segment took: the syncs that make appends durable (one
+    /// per group commit, or one per interval under ``Durability/buffered(interval:)``) and the one that seals a full
+    /// segment. It runs on a writer thread right after the sync returns, before the appends it covers are
+    /// acknowledged, so it must be quick: record the number, never block. Replaces the observer set before; nil
+    /// removes it. A read-only log never syncs.
+    public func observeSyncs(_ observer: (@Sendable (Duration) -> Void)?) {
+        writer.syncObserver.withLock { $0 = observer }
     }
 
     func startThreads() {
@@ -513,7 +525,7 @@ extension EventLog {
         let footer = SegmentScanner.footer(
             count: writer.tailRecordCount, lastPosition: writer.nextPosition - 1, digest: writer.tailDigest)
         try writer.tailFile.write(footer, at: writer.tailOffset)
-        try writer.tailFile.syncData()
+        try syncTimed(writer.tailFile)
         let sealedLength = writer.tailOffset + footer.count
         let segment = try WriterState.createSegment(directory: directory, firstPosition: writer.nextPosition)
         let sealedNumber = writer.tailSegment
@@ -562,8 +574,9 @@ extension EventLog {
                 let closing = writer.isSyncerClosing
                 writer.syncCondition.unlock()
                 if dirty {
-                    let file = state.withLock { $0.segments.last?.file }
-                    do { try file?.syncData() } catch { poison(error) }
+                    if let file = state.withLock({ $0.segments.last?.file }) {
+                        do { try syncTimed(file) } catch { poison(error) }
+                    }
                 }
                 if closing { return }
                 continue
@@ -578,7 +591,7 @@ extension EventLog {
             var failure = syncFailure
             for item in items where failure == nil && !synced.contains(ObjectIdentifier(item.file)) {
                 synced.insert(ObjectIdentifier(item.file))
-                do { try item.file.syncData() } catch {
+                do { try syncTimed(item.file) } catch {
                     failure = error
                     break
                 }
@@ -594,6 +607,15 @@ extension EventLog {
             if let last = items.last { commit(through: last.lastPosition, digest: last.digest) }
             for item in items { for request in item.requests { request.completion(.success(request.result!)) } }
         }
+    }
+
+    /// fdatasync of a segment, timed for the observer when there is one (two clock reads beside a sync that
+    /// takes a millisecond or more). A sync that fails is not reported: the log takes no more appends.
+    private func syncTimed(_ file: FileDescriptor) throws(EventLogError) {
+        guard let observer = writer.syncObserver.withLock({ $0 }) else { return try file.syncData() }
+        let start = ContinuousClock.now
+        try file.syncData()
+        observer(ContinuousClock.now - start)
     }
 
     /// Makes records up to `position` visible to readers (and to readers in other processes, through
