@@ -59,6 +59,22 @@ extension Engine {
     }
 }
 
+extension Engine {
+    /// The engine's snapshots as monitoring shows them.
+    public struct SnapshotStatus: Sendable, Hashable {
+        /// The newest snapshot the store keeps (the one the engine opened on, or the newest it wrote);
+        /// ``Position/zero`` for none. A crash folds the events after it again at the next open.
+        public var position: Position
+        /// When this engine last wrote a snapshot, in milliseconds since the epoch; nil before its first.
+        public var lastWritten: Int64?
+        /// Background snapshots that failed since the engine started (each also noted in ``Engine/notes``).
+        public var failures: Int
+    }
+
+    /// The snapshots' state now (one lock, no I/O).
+    public var snapshotStatus: SnapshotStatus { snapshots.status }
+}
+
 /// The engine's snapshot writing: one snapshot at a time, whether asked for, due in the background, or due on
 /// close, and what the engine noted when one failed.
 ///
@@ -85,6 +101,8 @@ final class SnapshotSchedule: Sendable {
         var retryAt: UInt64 = 0
         /// Background snapshots that failed.
         var failures = 0
+        /// When this engine last wrote a snapshot (milliseconds since the epoch); nil before its first.
+        var lastWritten: Int64?
         var notes = BackgroundNotes()
     }
 
@@ -97,7 +115,20 @@ final class SnapshotSchedule: Sendable {
     var newest: UInt64 { state.withLock { $0.newest } }
 
     /// A snapshot at `position` was written.
-    func wrote(_ position: UInt64) { state.withLock { $0.newest = max($0.newest, position) } }
+    func wrote(_ position: UInt64) {
+        let now = Timestamp.now()
+        state.withLock { state in
+            state.newest = max(state.newest, position)
+            state.lastWritten = now
+        }
+    }
+
+    /// What monitoring shows (see ``Engine/snapshotStatus``).
+    var status: Engine.SnapshotStatus {
+        state.withLock {
+            Engine.SnapshotStatus(position: Position($0.newest), lastWritten: $0.lastWritten, failures: $0.failures)
+        }
+    }
 
     /// Keeps a note for ``Engine/notes`` that a snapshot was not written `doing` something: one line per kind
     /// of failure (see ``BackgroundNotes``).
