@@ -19,24 +19,48 @@ struct ImportCommand: ParsableCommand {
             After a Firebase import the export's denormalised copies (ChatRooms, UsersChatRooms, user-messages) \
             are compared with the engine's own answers and disagreements are printed as warnings; they are \
             never imported as truth. Every collection, node or field of an export that is not imported is named \
-            in a note. Creates the data directory when it does not exist.
+            in a note. Creates the data directory when it does not exist. \
+            An import that fails part way (a full disk, say) says how many events landed and how to resume: run \
+            the same command again (events already in the log are recognised by their ids), or pass \
+            --skip-events N to start after the N events it names. A line longer than 16 MiB stops the import \
+            before anything is appended (a whole export may be one line only when it is the file's first).
             """)
     @OptionGroup var global: GlobalOptions
     @Argument(help: "The file to import.") var file: String
     @Option(help: "jsonl, firebase-rtdb or firestore-json (default: guessed from the file).") var format: String?
     @Flag(help: "Append the valid events and report the invalid ones instead of rejecting the whole file.")
     var skipInvalid = false
+    @Option(help: "Skip the first N events of the file: those an import that failed part way said are done.")
+    var skipEvents = 0
     @Flag(help: "Print the summary as JSON.") var json = false
 
     /// How many problems an error lists before it says how many more there are.
     static let listedProblems = 20
 
+    /// The longest line read: 16 MiB, twice the longest event line (``EventEnvelope/maximumLineLength``). Only
+    /// the first line of a file read as one JSON document (a minified export) may be longer.
+    static let maximumLineLength = 16 << 20
+
+    func validate() throws {
+        guard skipEvents >= 0 else {
+            throw ArgumentParser.ValidationError("--skip-events must not be negative, not \(skipEvents)")
+        }
+    }
+
     func run() throws {
         let requested = try requestedFormat()
-        let data = try readFile()
+        let data = try readFile(format: requested)
         let format = requested ?? ImportFormat.guess(data)
-        let plan = ImportPlan.read(data, format: format)
+        var plan = ImportPlan.read(data, format: format)
         try rejectUnreadableFile(plan, data: data, guessed: requested == nil, format: format)
+        if skipEvents > 0 {
+            guard skipEvents <= plan.items.count else {
+                throw CLIError(
+                    "--skip-events \(skipEvents) is more than the \(plan.items.count) events \(file) holds: nothing "
+                        + "is left to import")
+            }
+            plan.items.removeFirst(skipEvents)
+        }
 
         // A file rejected before any log exists leaves none behind: check it against an empty in-memory
         // store before creating the directory's log.
@@ -67,7 +91,7 @@ struct ImportCommand: ParsableCommand {
                 summary.printTable()
             }
         } catch let failure as ImportFailure {
-            throw CLIError(failure.description)
+            throw CLIError(stopped: failure, plan: plan, command: self)
         }
     }
 
@@ -88,8 +112,11 @@ struct ImportCommand: ParsableCommand {
         return known
     }
 
-    /// Reads the whole file; a FIFO or a process substitution (`<(…)`) is read to its end like a file.
-    private func readFile() throws -> Data {
+    /// Reads the whole file; a FIFO or a process substitution (`<(…)`) is read to its end like a file. A line
+    /// longer than ``maximumLineLength`` stops the reading (`/dev/zero` would otherwise fill the memory), unless
+    /// it is the first line of a file read as one JSON document: `format` asks for an export, or none is asked
+    /// and the file begins with `{` or `[`.
+    private func readFile(format: ImportFormat?) throws -> Data {
         var info = stat()
         guard stat(file, &info) == 0 else {
             let code = errno
@@ -99,16 +126,55 @@ struct ImportCommand: ParsableCommand {
         guard info.st_mode & S_IFMT != S_IFDIR else {
             throw CLIError("\(file) is a directory: pass the file to import")
         }
-        guard let handle = FileHandle(forReadingAtPath: file) else {
-            let reason = String(cString: strerror(errno))
-            throw CLIError("cannot open \(file): \(reason) (check its permissions)")
+        let descriptor = open(file, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            let code = errno
+            throw CLIError("cannot open \(file): \(String(cString: strerror(code))) (check its permissions)")
         }
-        defer { try? handle.close() }
-        do {
-            return try handle.readToEnd() ?? Data()
-        } catch {
-            throw CLIError("cannot read \(file): \(error.localizedDescription)")
+        defer { close(descriptor) }
+        var data = Data()
+        var chunk = [UInt8](repeating: 0, count: 1 << 20)
+        var line = 1
+        var lineLength = 0
+        // Whether the first line may be a whole document: nil until the first byte that is not a byte-order mark
+        // or white space is seen.
+        var mayBeDocument: Bool? = format.map { $0 != .jsonl }
+        while true {
+            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0 {
+                let code = errno
+                if code == EINTR { continue }
+                throw CLIError("cannot read \(file): \(String(cString: strerror(code)))")
+            }
+            if count == 0 { break }
+            let bytes = chunk[0..<count]
+            if mayBeDocument == nil,
+                let first = bytes.first(where: { ![0x20, 0x09, 0x0D, 0x0A, 0xEF, 0xBB, 0xBF].contains($0) })
+            {
+                mayBeDocument = first == UInt8(ascii: "{") || first == UInt8(ascii: "[")
+            }
+            let tooLong: Int? = chunk.withUnsafeBytes { raw in
+                var start = 0
+                while true {
+                    let found = memchr(raw.baseAddress! + start, 0x0A, count - start)
+                    let newline = found.map { raw.baseAddress!.distance(to: UnsafeRawPointer($0)) }
+                    lineLength += (newline ?? count) - start
+                    if lineLength > Self.maximumLineLength, line > 1 || mayBeDocument != true { return line }
+                    guard let newline else { return nil }
+                    line += 1
+                    lineLength = 0
+                    start = newline + 1
+                }
+            }
+            if let tooLong {
+                throw CLIError(
+                    "\(file): line \(tooLong) is longer than \(Self.maximumLineLength >> 20) MiB, the longest line "
+                        + "parley import reads (an event's JSON line is at most "
+                        + "\(EventEnvelope.maximumLineLength >> 20) MiB); nothing was imported")
+            }
+            data.append(contentsOf: bytes)
         }
+        return data
     }
 
     /// Problems that concern the whole file (empty, not JSON, an unknown shape) stop the import in any mode.
@@ -183,6 +249,34 @@ struct ImportCommand: ParsableCommand {
 }
 
 extension CLIError {
+    /// An import stopped part way by the store: what failed, how many events landed, and how to resume.
+    init(stopped failure: ImportFailure, plan: ImportPlan, command: ImportCommand) {
+        var lines = [failure.description]
+        let done = command.skipEvents + failure.done
+        guard failure.done > 0 else {
+            lines.append(
+                "None of \(command.file)'s events \(command.skipEvents > 0 ? "after the first \(command.skipEvents) " : "")"
+                    + "landed in the log by this run.")
+            self.init(lines.joined(separator: "\n"))
+            return
+        }
+        lines.append(
+            "\(failure.appended) event(s) landed in the log before it stopped: the file's first \(done) events, up to "
+                + "\(failure.lastDone ?? "there"), are done, and none after them.")
+        let resume = "parley import \(command.file) --skip-events \(done)"
+        if plan.items.prefix(failure.done).allSatisfy({ $0.envelope.id != nil }) {
+            lines.append(
+                "Once the cause is fixed (free space on the disk, say), run the same command again: the events already "
+                    + "in the log are recognised by their ids and skipped. Or start after them: \(resume) "
+                    + "(with the same options).")
+        } else {
+            lines.append(
+                "Once the cause is fixed (free space on the disk, say), resume after them with: \(resume) (with the "
+                    + "same options). Running the same command again would append the events without an id twice.")
+        }
+        self.init(lines.joined(separator: "\n"))
+    }
+
     /// A file rejected as a whole: the first problems with where they are, and how many there are.
     init(rejecting problems: [ImportProblem], file: String) {
         let sorted = problems.sorted(by: ImportProblem.inFileOrder)

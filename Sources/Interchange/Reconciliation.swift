@@ -1,9 +1,19 @@
 import EventLog
 import Projections
 
-/// A storage failure during an import (not a bad event): the message says what failed.
+/// A storage failure during an import (not a bad event): the message says what failed, and how far the import
+/// got before it.
 public struct ImportFailure: Error, CustomStringConvertible {
     public var description: String
+    /// Events appended before the failure: they are in the log, durable.
+    public var appended = 0
+    /// Events of the plan dealt with before the failure (appended, found in the log already, or skipped as
+    /// invalid), from its first: skipping this many resumes the import after them. The call that failed
+    /// appended none of its events (an append lands whole or not at all).
+    public var done = 0
+    /// Where the last of the `done` events came from: `line 20000`, or a JSON path; nil when none was done.
+    public var lastDone: String?
+
     init(_ description: String) { self.description = description }
 }
 
@@ -41,20 +51,34 @@ extension ImportPlan {
             do {
                 result = try engine.applyAndWait(chunk, skipInvalid: true, keepingValidParts: keepingValidParts)
             } catch {
-                throw ImportFailure(error.problems.first.map { $0.message } ?? "appending failed")
+                throw stopped(
+                    ImportFailure(error.problems.first.map { $0.message } ?? "appending failed"), outcome, done: start)
             }
             outcome.appended += result.appended.count
             outcome.duplicates += result.duplicates
-            outcome.problems += try located(
-                (result.skipped + result.dropped).map { problem in
-                    var shifted = problem
-                    shifted.index = problem.index.map { $0 + start }
-                    return shifted
-                })
+            do {
+                outcome.problems += try located(
+                    (result.skipped + result.dropped).map { problem in
+                        var shifted = problem
+                        shifted.index = problem.index.map { $0 + start }
+                        return shifted
+                    })
+            } catch {
+                throw stopped(error, outcome, done: start + chunk.count)
+            }
             progress(start + chunk.count)
         }
         outcome.problems.sort(by: ImportProblem.inFileOrder)
         return outcome
+    }
+
+    /// `failure`, with how far the import got: `outcome` so far, and the first `done` events dealt with.
+    private func stopped(_ failure: ImportFailure, _ outcome: ImportOutcome, done: Int) -> ImportFailure {
+        var failure = failure
+        failure.appended = outcome.appended
+        failure.done = done
+        failure.lastDone = done > 0 ? items[done - 1].location : nil
+        return failure
     }
 
     /// Engine problems (indexed by event) as import problems (with the line or path the event came from).
@@ -106,6 +130,11 @@ extension ImportPlan {
         }
         return warnings
     }
+}
+
+extension ImportPlan.Item {
+    /// Where the event came from, as a user reads it: `line 12`, or its JSON path.
+    public var location: String { line.map { "line \($0)" } ?? path ?? "the file" }
 }
 
 extension ImportProblem {
