@@ -4,31 +4,8 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdWebSocket
 import Logging
-import Metrics
 import Projections
 import Prometheus
-
-/// The counters `/metrics` shows (swift-metrics, exported by swift-prometheus).
-final class ServerMetrics: Sendable {
-    let commands = Counter(label: "parley_commands_total")
-    let refusedCommands = Counter(label: "parley_commands_refused_total")
-    let liveConnections = Meter(label: "parley_live_connections")
-    let framesSent = Counter(label: "parley_live_frames_total")
-    let slowClosed = Counter(label: "parley_live_slow_closed_total")
-    let position = Gauge(label: "parley_log_position")
-}
-
-/// The registry `/metrics` reads. swift-metrics has one process-wide backend: the first server made
-/// bootstraps it with this registry, unless the embedding program bootstrapped its own (then pass that
-/// registry to ``ParleyServer/init(engine:verifier:configuration:logger:metricsRegistry:)``).
-public enum ParleyMetrics {
-    /// The registry, bootstrapped into swift-metrics on first use.
-    public static let registry: PrometheusCollectorRegistry = {
-        let registry = PrometheusCollectorRegistry()
-        MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
-        return registry
-    }()
-}
 
 /// The HTTP API over one engine: the routes of DESIGN §5 and the live channel.
 struct API: Sendable {
@@ -38,12 +15,12 @@ struct API: Sendable {
     let configuration: ServerConfiguration
     let idempotency = IdempotencyCache()
     let metrics: ServerMetrics
-    let registry: PrometheusCollectorRegistry
     let logger: Logger
 
     /// The router with every route, and the table that documents them.
     func makeRouter() -> (Router<ParleyContext>, [RouteSpec]) {
         let router = Router(context: ParleyContext.self)
+        router.add(middleware: RequestMetricsMiddleware(metrics: metrics))
         router.add(middleware: ErrorMiddleware())
         router.add(
             middleware: AuthenticationMiddleware(
@@ -102,12 +79,9 @@ struct API: Sendable {
                 method: .get, path: "/metrics", operation: "metrics", summary: "Prometheus metrics.", access: .open,
                 status: 200, response: "PrometheusText")
         ) { _, _ in
-            metrics.position.record(Int64(engine.position.rawValue))
-            var buffer: [UInt8] = []
-            registry.emit(into: &buffer)
-            return Response(
+            Response(
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
-                body: .init(byteBuffer: ByteBuffer(bytes: buffer)))
+                body: .init(byteBuffer: ByteBuffer(bytes: metrics.render())))
         }
     }
 }

@@ -102,9 +102,11 @@ struct LiveChannel: Sendable {
     private func write(_ connection: LiveConnection, _ outbound: WebSocketOutboundWriter) async throws {
         while let frame = await connection.next() {
             try await outbound.write(.text(frame))
+            hub.metrics.framesSent.increment()
         }
         switch connection.ending {
         case .slow:
+            hub.metrics.slowClosed.increment()
             try? await outbound.close(
                 Self.slowCode, reason: "too slow: reconnect and subscribe since the last position you received")
         case .stopping:

@@ -359,17 +359,12 @@ final class LiveHub: Sendable {
 
     private func deliver(_ frame: String, to subscribers: [Subscriber], at position: UInt64) {
         for subscriber in subscribers where position > subscriber.skipThrough {
-            if subscriber.connection.enqueue(frame) {
-                metrics.framesSent.increment()
-            } else {
-                drop(subscriber.connection)
-            }
+            if !subscriber.connection.enqueue(frame) { drop(subscriber.connection) }
         }
     }
 
     /// A connection that ended (slow, gone): no more frames are built for it.
     private func drop(_ connection: LiveConnection) {
-        if connection.ending == .slow { metrics.slowClosed.increment() }
         state.withLock { s in
             for topic in connection.topics { s.removeSubscriber(connection.id, from: topic) }
         }

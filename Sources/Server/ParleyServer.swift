@@ -19,16 +19,22 @@ public struct ParleyServer: Sendable {
     let logger: Logger
 
     /// A server over `engine`, checking tokens with `verifier`.
+    ///
+    /// `/metrics` shows `metricsRegistry`, in which the server makes its families (`parley_…` and `process_…`);
+    /// by default a registry of its own. Pass one to show the server's families beside the embedding program's
+    /// (a family it made already under one of those names must have the same type and help text). Over the
+    /// local log the server times the log's fdatasyncs, replacing an observer set before
+    /// (``EventLog/observeSyncs(_:)``).
     public init(
         engine: Engine, verifier: TokenVerifier, configuration: ServerConfiguration = .init(),
-        logger: Logger = Logger(label: "parley"), metricsRegistry: PrometheusCollectorRegistry? = nil
+        logger: Logger = Logger(label: "parley"),
+        metricsRegistry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()
     ) {
-        let metrics = ServerMetrics()
-        let registry = metricsRegistry ?? ParleyMetrics.registry
+        let metrics = ServerMetrics(registry: metricsRegistry, engine: engine)
         self.api = API(
             engine: engine,
             hub: LiveHub(engine: engine, configuration: configuration, metrics: metrics, logger: logger),
-            verifier: verifier, configuration: configuration, metrics: metrics, registry: registry, logger: logger)
+            verifier: verifier, configuration: configuration, metrics: metrics, logger: logger)
         self.configuration = configuration
         self.logger = logger
     }

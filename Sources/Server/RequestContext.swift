@@ -14,6 +14,9 @@ public struct ParleyContext: RequestContext, WebSocketRequestContext, AuthReques
     public var identity: Identity?
     /// The connection the request came on.
     public let channel: any Channel
+    /// The operation id of the route taking the request (`sendMessage`), set by ``RouteTable``; commands are
+    /// counted under it.
+    var operation: String?
 
     public init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)

@@ -35,7 +35,10 @@ struct RouteSpec: Sendable {
     var idempotent = false
 
     /// The path in OpenAPI's syntax: `/v1/rooms/{room}`.
-    var openAPIPath: String {
+    var openAPIPath: String { Self.openAPIPath(path) }
+
+    /// A path in the router's syntax (`/v1/rooms/:room`) in OpenAPI's (`/v1/rooms/{room}`).
+    static func openAPIPath(_ path: String) -> String {
         path.split(separator: "/", omittingEmptySubsequences: false).map { part in
             part.hasPrefix(":") ? "{\(part.dropFirst())}" : String(part)
         }.joined(separator: "/")
@@ -59,7 +62,11 @@ final class RouteTable: @unchecked Sendable {
 
     func add(_ spec: RouteSpec, _ handler: @escaping @Sendable (Request, ParleyContext) async throws -> Response) {
         specs.append(spec)
-        router.on(RouterPath(spec.path), method: spec.method, use: handler)
+        router.on(RouterPath(spec.path), method: spec.method) { request, context in
+            var context = context
+            context.operation = spec.operation
+            return try await handler(request, context)
+        }
     }
 }
 

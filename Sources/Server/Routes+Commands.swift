@@ -107,18 +107,26 @@ extension API {
         let user = try context.user()
         guard !hub.isStopping else { throw APIError.stopping }
         let body = try await request.body.collect(upTo: ServerConfiguration.maximumBodySize)
+        let operation = context.operation ?? "unknown"
         let attempt: @Sendable () async -> IdempotencyCache.Answer = {
             do {
                 let json = try await run(user, body)
-                metrics.commands.increment()
+                metrics.recordCommand(operation, .accepted)
                 return .init(status: status, body: json)
             } catch let error as APIError {
+                metrics.recordCommand(operation, .rejected(error.code))
                 return .init(status: error.status, body: error.body, headers: error.headers)
             } catch let error as ValidationError {
-                metrics.refusedCommands.increment()
                 let mapped = APIError(error)
+                // A follower's refusal is its role, not a failing store: counted as the client sees it.
+                if error.code == .storage, mapped.code != "notWriter" {
+                    metrics.recordCommand(operation, .storageError(error.storageError?.code.name ?? "storage"))
+                } else {
+                    metrics.recordCommand(operation, .rejected(mapped.code))
+                }
                 return .init(status: mapped.status, body: mapped.body, headers: mapped.headers)
             } catch {
+                metrics.recordCommand(operation, .failed)
                 logger.error("command failed", metadata: ["error": "\(error)", "path": "\(request.uri.path)"])
                 return .init(
                     status: .internalServerError,

@@ -1,0 +1,298 @@
+import EventLog
+import HTTPTypes
+import Projections
+import Prometheus
+import ReplicatedLog
+
+/// The families `/metrics` shows, made directly in the registry it serves (never through swift-metrics' one
+/// process-wide backend, which may be bootstrapped after the counters were made, or by someone else): a server
+/// and a test see the same families.
+///
+/// Counts on a request's or a frame's path are counters bumped where the thing happens. State (the log's head,
+/// the actor index, snapshots, the process) is read once per scrape, in ``render()``, and never on a hot path;
+/// the store's own counts are mirrored into counters by their growth since the last scrape.
+final class ServerMetrics: Sendable {
+    let registry: PrometheusCollectorRegistry
+    let engine: Engine
+
+    /// Open live connections.
+    let liveConnections: Gauge
+    /// Frames written to live clients.
+    let framesSent: Counter
+    /// Live clients closed for not keeping up.
+    let slowClosed: Counter
+
+    private let logPosition: Gauge
+    private let snapshotPosition: Gauge
+    private let snapshotWritten: Gauge
+    private let snapshotFailures: Counter
+    private let actorIndex: (position: Gauge, lag: Gauge, failures: Counter)?
+    private let replica: (writer: Gauge, lag: Gauge, heartbeatAge: Gauge)?
+    private let process: ProcessFamilies
+    private let requests = PlainMutex<[RequestKey: RequestSeries]>([:])
+    private let commands = PlainMutex<[CommandKey: Counter]>([:])
+    /// What the store and the process counted at the last scrape, so that their counters grow by the difference.
+    private let scraped = PlainMutex(Scraped())
+
+    /// A request as the router saw it; its labels are worked out once, when its series is made. An unknown
+    /// method may take any value here, but every one of them shares the series labelled `other`.
+    private struct RequestKey: Hashable {
+        var method: HTTPRequest.Method
+        var endpoint: String?
+        var status: Int
+    }
+
+    private struct RequestSeries {
+        var count: Counter
+        var duration: DurationHistogram
+    }
+
+    private struct CommandKey: Hashable {
+        var command: String
+        var outcome: CommandOutcome
+    }
+
+    private struct Scraped {
+        var snapshotFailures = 0
+        var actorIndexFailures = 0
+        var cpuSeconds = 0.0
+    }
+
+    private struct ProcessFamilies {
+        var cpu: Counter
+        var resident: Gauge
+        var virtual: Gauge
+        var openFiles: Gauge
+        var maximumFiles: Gauge
+        var threads: Gauge
+        var started: Gauge
+    }
+
+    /// Bounds of the request latency histogram: 0.5 ms to 10 s.
+    static let requestBuckets: [Duration] = [
+        .microseconds(500), .milliseconds(1), .microseconds(2500), .milliseconds(5), .milliseconds(10),
+        .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500),
+        .seconds(1), .milliseconds(2500), .seconds(5), .seconds(10),
+    ]
+
+    /// Bounds of the fdatasync latency histogram: 0.1 ms (a disk with a write cache it trusts) to 2.5 s.
+    static let syncBuckets: [Duration] = [
+        .microseconds(100), .microseconds(250), .microseconds(500), .milliseconds(1), .microseconds(2500),
+        .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100),
+        .milliseconds(250), .milliseconds(500), .seconds(1), .milliseconds(2500),
+    ]
+
+    /// The families of a server over `engine`, made in `registry`. Over the local log it also times the log's
+    /// fdatasyncs (replacing an observer set before, see ``EventLog/observeSyncs(_:)``).
+    init(registry: PrometheusCollectorRegistry, engine: Engine) {
+        self.registry = registry
+        self.engine = engine
+        liveConnections = registry.gauge("parley_live_connections", "Open live (WebSocket) connections.")
+        framesSent = registry.counter(
+            "parley_live_frames_sent_total", "Frames written to live clients.")
+        slowClosed = registry.counter(
+            "parley_live_slow_closed_total", "Live clients closed (4000) because they did not keep up.")
+        logPosition = registry.gauge(
+            "parley_log_position", "The log's head: the newest durable position.")
+        snapshotPosition = registry.gauge(
+            "parley_snapshot_position",
+            "Position of the newest snapshot kept (0 for none); a restart folds the events after it.")
+        snapshotWritten = registry.gauge(
+            "parley_snapshot_last_written_timestamp_seconds",
+            "When this process last wrote a snapshot (Unix time; 0 before its first).")
+        snapshotFailures = registry.counter(
+            "parley_snapshot_failures_total", "Background snapshots that could not be written.")
+        process = ProcessFamilies(
+            cpu: registry.counter(
+                "process_cpu_seconds_total", "User and system CPU time spent, in seconds."),
+            resident: registry.gauge("process_resident_memory_bytes", "Resident memory in bytes."),
+            virtual: registry.gauge("process_virtual_memory_bytes", "Virtual memory in bytes."),
+            openFiles: registry.gauge("process_open_fds", "Open file descriptors."),
+            maximumFiles: registry.gauge("process_max_fds", "The limit of open file descriptors."),
+            threads: registry.gauge("process_threads", "Threads of the process."),
+            started: registry.gauge(
+                "process_start_time_seconds", "When the process started (Unix time, in seconds)."))
+        if let log = engine.store as? EventLog {
+            let syncs = registry.histogram(
+                "parley_log_sync_duration_seconds", buckets: Self.syncBuckets,
+                "How long each fdatasync of a log segment took (one per group commit).")
+            log.observeSyncs { syncs.record($0) }
+            actorIndex = (
+                registry.gauge(
+                    "parley_actor_index_position", "The last position the actor index files cover."),
+                registry.gauge(
+                    "parley_actor_index_lag_records",
+                    "Records past the actor index's end (audits read them from the segments)."),
+                registry.counter(
+                    "parley_actor_index_failures_total",
+                    "Times the actor index builder failed to write or merge a file.")
+            )
+        } else {
+            actorIndex = nil
+        }
+        if engine.store is ReplicatedLog {
+            replica = (
+                registry.gauge(
+                    "parley_replica_writer", "1 while this node writes the replicated log, else 0."),
+                registry.gauge(
+                    "parley_replica_head_lag_records",
+                    "Positions the writer's last heartbeat is ahead of this node's head (0 on the writer)."),
+                registry.gauge(
+                    "parley_replica_heartbeat_age_seconds",
+                    "Seconds since the writer's last heartbeat was heard (this node's own while it writes).")
+            )
+        } else {
+            replica = nil
+        }
+    }
+
+    // MARK: Requests and commands
+
+    /// Counts one request and its time to an answer. `endpoint` is the router's template of the route
+    /// (`/v1/rooms/:room`), nil or `NotFound` when none matched; the method is one of the standard ones or
+    /// `other`: every label takes a bounded set of values, whatever clients send.
+    func recordRequest(method: HTTPRequest.Method, endpoint: String?, status: Int, duration: Duration) {
+        let key = RequestKey(method: method, endpoint: endpoint, status: status)
+        let series = requests.withLock { series in
+            if let found = series[key] { return found }
+            let made = makeSeries(key)
+            series[key] = made
+            return made
+        }
+        series.count.increment()
+        series.duration.record(duration)
+    }
+
+    private func makeSeries(_ key: RequestKey) -> RequestSeries {
+        let route = key.endpoint.flatMap { $0 == "NotFound" ? nil : RouteSpec.openAPIPath($0) } ?? "unmatched"
+        var status = key.status
+        // The upgrade check answers 200 to a WebSocket it takes; the client gets 101 and the connection.
+        if route == "/v1/live" && status == 200 { status = 101 }
+        let method = Self.methods.contains(key.method) ? key.method.rawValue : "other"
+        let labels = [("method", method), ("route", route), ("status", String(status))]
+        return RequestSeries(
+            count: registry.counter(
+                "parley_http_requests_total", labels: labels,
+                "HTTP requests answered, by method, route template and status."),
+            duration: registry.histogram(
+                "parley_http_request_duration_seconds", labels: labels, buckets: Self.requestBuckets,
+                "Time from a request reaching the router to its answer, by method, route template and status."))
+    }
+
+    private static let methods: Set<HTTPRequest.Method> = [.get, .head, .post, .put, .patch, .delete, .options]
+
+    /// How a command ended.
+    enum CommandOutcome: Hashable {
+        /// Its events are durable.
+        case accepted
+        /// A rule or the request refused it: the code the client got.
+        case rejected(String)
+        /// The store failed under it: the store's error code (`io`, `noSpace`, `unavailable`…).
+        case storageError(String)
+        /// An error the server did not expect (answered 500 and logged).
+        case failed
+
+        var labels: (outcome: String, code: String) {
+            switch self {
+            case .accepted: ("accepted", "ok")
+            case .rejected(let code): ("rejected", code)
+            case .storageError(let code): ("storage_error", code)
+            case .failed: ("failed", "internal")
+            }
+        }
+    }
+
+    /// Counts one command that ran, by its operation (the OpenAPI operation id: `sendMessage`) and outcome.
+    func recordCommand(_ command: String, _ outcome: CommandOutcome) {
+        let key = CommandKey(command: command, outcome: outcome)
+        let counter = commands.withLock { counters in
+            if let found = counters[key] { return found }
+            let (outcome, code) = outcome.labels
+            let made = registry.counter(
+                "parley_commands_total", labels: [("command", command), ("outcome", outcome), ("code", code)],
+                "Commands run, by operation and outcome (accepted, rejected, storage_error, failed) and code.")
+            counters[key] = made
+            return made
+        }
+        counter.increment()
+    }
+
+    // MARK: Scraping
+
+    /// The exposition text: the state gauges brought up to date, then every family.
+    func render() -> [UInt8] {
+        collect()
+        var buffer: [UInt8] = []
+        registry.emit(into: &buffer)
+        return buffer
+    }
+
+    /// Reads the state the gauges show. Locks and a few reads of /proc (answered from kernel memory, no disk):
+    /// cheap enough for a handler on the shared threads.
+    private func collect() {
+        let head = engine.store.head.rawValue
+        logPosition.set(Int64(clamping: head))
+        let snapshots = engine.snapshotStatus
+        snapshotPosition.set(Int64(clamping: snapshots.position.rawValue))
+        snapshotWritten.set(Double(snapshots.lastWritten ?? 0) / 1000)
+        let index = (engine.store as? EventLog)?.actorIndexStatus
+        if let actorIndex, let index {
+            actorIndex.position.set(Int64(clamping: index.position.rawValue))
+            let covered = index.position.rawValue
+            actorIndex.lag.set(Int64(clamping: index.isBuilding && head > covered ? head - covered : 0))
+        }
+        if let replica, let log = engine.store as? ReplicatedLog {
+            let isWriter = log.role == .writer
+            replica.writer.set(Int64(isWriter ? 1 : 0))
+            let heartbeat = log.writerHeartbeat
+            let ahead = heartbeat.map { $0.position > head ? $0.position - head : 0 } ?? 0
+            replica.lag.set(Int64(clamping: isWriter ? 0 : ahead))
+            if let heard = heartbeat?.heard { replica.heartbeatAge.set((ContinuousClock.now - heard).seconds) }
+        }
+        let stats = ProcessStats.current()
+        if let stats {
+            process.resident.set(Int64(clamping: stats.residentBytes))
+            process.virtual.set(Int64(clamping: stats.virtualBytes))
+            process.openFiles.set(Int64(stats.openFiles))
+            process.maximumFiles.set(Int64(clamping: stats.maximumFiles))
+            process.threads.set(Int64(stats.threads))
+            process.started.set(stats.startTime)
+        }
+        scraped.withLock { last in
+            Self.grow(snapshotFailures, from: &last.snapshotFailures, to: snapshots.failures)
+            if let actorIndex, let index {
+                Self.grow(actorIndex.failures, from: &last.actorIndexFailures, to: index.failures)
+            }
+            if let stats, stats.cpuSeconds > last.cpuSeconds {
+                process.cpu.increment(by: stats.cpuSeconds - last.cpuSeconds)
+                last.cpuSeconds = stats.cpuSeconds
+            }
+        }
+    }
+
+    /// Adds to `counter` what a count kept elsewhere grew by since `last`.
+    private static func grow(_ counter: Counter, from last: inout Int, to now: Int) {
+        guard now > last else { return }
+        counter.increment(by: Int64(now - last))
+        last = now
+    }
+}
+
+extension PrometheusCollectorRegistry {
+    // The registry's makers by name alone are deprecated for descriptors; Parley's names are written whole.
+
+    fileprivate func counter(_ name: String, labels: [(String, String)] = [], _ help: String) -> Counter {
+        makeCounter(descriptor: .init(metricName: name, unitName: "", helpText: help), labels: labels)
+    }
+
+    fileprivate func gauge(_ name: String, _ help: String) -> Gauge {
+        makeGauge(descriptor: .init(metricName: name, unitName: "", helpText: help))
+    }
+
+    fileprivate func histogram(
+        _ name: String, labels: [(String, String)] = [], buckets: [Duration], _ help: String
+    ) -> DurationHistogram {
+        makeDurationHistogram(
+            descriptor: .init(metricName: name, unitName: "", helpText: help), labels: labels, buckets: buckets)
+    }
+}
