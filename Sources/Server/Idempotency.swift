@@ -2,6 +2,7 @@ import DequeModule
 import EventLog
 import HTTPTypes
 import Hummingbird
+import Projections
 
 /// Answers a retried command (same user, same `Idempotency-Key`) with the first answer, appending nothing.
 /// A retry that arrives while the first call is still running waits for it. The same key with another
@@ -22,11 +23,17 @@ final class IdempotencyCache: Sendable {
         var task: Task<Answer, Never>
     }
 
+    /// A user's key, by its bytes (as the user's id is): two spellings Unicode calls equal are two keys.
+    struct Key: Hashable {
+        var user: UserID
+        var key: [UInt8]
+    }
+
     struct State {
-        var entries: [String: Entry] = [:]
-        var order = Deque<String>()
+        var entries: [Key: Entry] = [:]
+        var order = Deque<Key>()
         /// Each user's keys, oldest first: one user cannot push everyone else's keys out.
-        var byUser: [String: Deque<String>] = [:]
+        var byUser: [UserID: Deque<Key>] = [:]
     }
 
     let capacity: Int
@@ -41,9 +48,9 @@ final class IdempotencyCache: Sendable {
     /// The answer for `key` of `user`: the first call's, or `run`'s when the key is new.
     /// - Throws: 409 when the key was used for another request.
     func answer(
-        user: String, key: String, fingerprint: Int, run: @escaping @Sendable () async -> Answer
+        user: UserID, key: String, fingerprint: Int, run: @escaping @Sendable () async -> Answer
     ) async throws(APIError) -> Answer {
-        let id = user + "\u{0}" + key
+        let id = Key(user: user, key: Array(key.utf8))
         let (task, isNew) = try state.withLock { s throws(APIError) -> (Task<Answer, Never>, Bool) in
             if let entry = s.entries[id] {
                 guard entry.fingerprint == fingerprint else {
@@ -60,9 +67,8 @@ final class IdempotencyCache: Sendable {
             while s.byUser[user]!.count > perUser, let oldest = s.byUser[user]!.popFirst() { s.entries[oldest] = nil }
             while s.order.count > capacity, let oldest = s.order.popFirst() {
                 s.entries[oldest] = nil
-                let owner = String(oldest.prefix { $0 != "\u{0}" })
-                s.byUser[owner]?.removeAll { $0 == oldest }
-                if s.byUser[owner]?.isEmpty == true { s.byUser[owner] = nil }
+                s.byUser[oldest.user]?.removeAll { $0 == oldest }
+                if s.byUser[oldest.user]?.isEmpty == true { s.byUser[oldest.user] = nil }
             }
             return (task, true)
         }

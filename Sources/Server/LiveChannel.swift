@@ -79,7 +79,7 @@ struct LiveChannel: Sendable {
             group.addTask { try await write(connection, outbound) }
             do {
                 while let message = try await messages.next() {
-                    if let wait = limiter.take("") {
+                    if let wait = limiter.take(connection.user) {
                         _ = connection.enqueue(
                             Frames.error("rateLimited", "too many frames from this client; wait \(wait) s"))
                         continue

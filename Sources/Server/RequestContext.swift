@@ -65,7 +65,7 @@ struct AuthenticationMiddleware: RouterMiddleware {
             // The live channel may authenticate with its first frame instead (browsers cannot set headers).
             throw APIError.unauthorized
         }
-        if let identity = context.identity, let limiter, let wait = limiter.take(identity.user.rawValue) {
+        if let identity = context.identity, let limiter, let wait = limiter.take(identity.user) {
             var error = APIError(
                 .tooManyRequests, "rateLimited",
                 "more than \(limiter.rate.formatted) requests per second from \(identity.user); retry after \(wait) s")
@@ -124,7 +124,7 @@ struct ErrorMiddleware: RouterMiddleware {
 final class RateLimiter: Sendable {
     let rate: Double
     let burst: Double
-    private let buckets = PlainMutex<[String: (tokens: Double, time: ContinuousClock.Instant)]>([:])
+    private let buckets = PlainMutex<[UserID: (tokens: Double, time: ContinuousClock.Instant)]>([:])
 
     init(rate: Double, burst: Double) {
         self.rate = rate
@@ -132,7 +132,7 @@ final class RateLimiter: Sendable {
     }
 
     /// Takes one token for `user`: nil when allowed, else the whole seconds to wait.
-    func take(_ user: String) -> Int? {
+    func take(_ user: UserID) -> Int? {
         let now = ContinuousClock.now
         return buckets.withLock { buckets in
             if buckets.count > 100_000 { buckets.removeAll(keepingCapacity: true) }

@@ -140,11 +140,12 @@ extension API {
             }
             var hasher = Hasher()
             hasher.combine(request.method.rawValue)
-            hasher.combine(request.uri.path)
+            // Bytes, not the String: two spellings of one path that Unicode calls equal are two requests.
+            for byte in request.uri.path.utf8 { hasher.combine(byte) }
             hasher.combine(body.readableBytesView.count)
             for byte in body.readableBytesView { hasher.combine(byte) }
             answer = try await idempotency.answer(
-                user: user.rawValue, key: key, fingerprint: hasher.finalize(), run: attempt)
+                user: user, key: key, fingerprint: hasher.finalize(), run: attempt)
         } else {
             answer = await attempt()
         }

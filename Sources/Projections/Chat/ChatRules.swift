@@ -97,7 +97,7 @@ extension MessageEdited {
     func validate(against state: ProjectionState, actor: String) throws(ValidationError) {
         let index = try state.requireMessage(message, in: room)
         let record = state.chat.messages[Int(index)]
-        if state.users[record.sender] != actor {
+        if !state.users[record.sender].isSameID(as: actor) {
             throw ValidationError(
                 .notTheSender, "user \(actor) did not send message \(message); only its sender edits it")
         }
@@ -112,7 +112,7 @@ extension MessageDeleted {
     func validate(against state: ProjectionState, actor: String) throws(ValidationError) {
         let index = try state.requireMessage(message, in: room)
         let record = state.chat.messages[Int(index)]
-        if state.users[record.sender] != actor {
+        if !state.users[record.sender].isSameID(as: actor) {
             throw ValidationError(
                 .notTheSender, "user \(actor) did not send message \(message); only its sender deletes it")
         }

@@ -386,7 +386,9 @@ extension Engine {
     ) async throws(ValidationError) -> GratitudeID {
         var id = gratitude ?? GratitudeID("")
         _ = try await execute(actor: author.rawValue, time: time) { s throws(ValidationError) in
-            if gratitude == nil { id = GratitudeID(Engine.newID("g", in: s) { $0.gratitude.ids.contains($1) }) }
+            if gratitude == nil {
+                id = GratitudeID(Engine.newID("g", in: s) { $0.gratitude.ids.contains(GratitudeID($1)) })
+            }
             return .append([
                 .gratitudeTagged(
                     GratitudeTagged(gratitude: id, author: author, recipient: recipient, body: body, feeling: feeling))

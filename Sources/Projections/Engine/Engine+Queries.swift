@@ -107,7 +107,7 @@ extension Engine {
             }
             records = Array(
                 candidates.lazy.filter { record in
-                    record.position > filter.after && (filter.actor == nil || record.actor == filter.actor)
+                    record.position > filter.after && (filter.actor.map { record.actor.isSameID(as: $0) } ?? true)
                         && (filter.type == nil || record.type == filter.type)
                         && (filter.since == nil || record.time >= filter.since!)
                         && (filter.until == nil || record.time <= filter.until!)

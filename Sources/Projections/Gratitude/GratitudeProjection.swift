@@ -15,22 +15,22 @@ struct GratitudeRecord: Equatable {
 ///
 /// Folds: `FeelingDefined`, `GratitudeTagged`.
 struct GratitudeProjection {
-    var feelings: [String: FeelingRecord] = [:]
+    var feelings: [FeelingID: FeelingRecord] = [:]
     /// Per author, in position order.
     var byAuthor: [[GratitudeRecord]] = []
     /// Every gratitude id (derived), for uniqueness.
-    var ids: Set<String> = []
+    var ids: Set<GratitudeID> = []
 
     init() {}
 
     mutating func addUser() { byAuthor.append([]) }
 
     mutating func defined(_ event: FeelingDefined) {
-        feelings[event.feeling.rawValue] = FeelingRecord(name: event.name, emoji: event.emoji)
+        feelings[event.feeling] = FeelingRecord(name: event.name, emoji: event.emoji)
     }
 
     mutating func tagged(_ event: GratitudeTagged, author: Int32, time: Int64) {
-        guard ids.insert(event.gratitude.rawValue).inserted else { return }
+        guard ids.insert(event.gratitude).inserted else { return }
         byAuthor[Int(author)].append(
             GratitudeRecord(
                 id: event.gratitude.rawValue, recipient: event.recipient, feeling: event.feeling.rawValue,
@@ -43,7 +43,7 @@ struct GratitudeProjection {
         let sorted = feelings.sorted { $0.key < $1.key }
         writer.count(sorted.count)
         for (id, feeling) in sorted {
-            writer.string(id)
+            writer.string(id.rawValue)
             writer.string(feeling.name)
             writer.string(feeling.emoji)
         }
@@ -63,7 +63,7 @@ struct GratitudeProjection {
     init(reading reader: inout ByteReader) throws(ByteReaderError) {
         let n = try reader.count()
         for _ in 0..<n {
-            let id = try reader.string()
+            let id = FeelingID(try reader.string())
             feelings[id] = FeelingRecord(name: try reader.string(), emoji: try reader.string())
         }
         let authors = try reader.count()
@@ -75,7 +75,7 @@ struct GratitudeProjection {
                 let entry = GratitudeRecord(
                     id: try reader.string(), recipient: try reader.string(), feeling: try reader.string(),
                     body: try reader.string(), time: try reader.signed())
-                ids.insert(entry.id)
+                ids.insert(GratitudeID(entry.id))
                 list.append(entry)
             }
             byAuthor.append(list)

@@ -3,7 +3,7 @@ extension FeelingDefined {
     func validate(against state: ProjectionState, actor: String) throws(ValidationError) {
         try state.requireActor(actor, UserID.system)
         try state.checkID(feeling.rawValue, "feeling")
-        if state.gratitude.feelings[feeling.rawValue] != nil {
+        if state.gratitude.feelings[feeling] != nil {
             throw ValidationError(.duplicateID, "feeling \(feeling) already exists")
         }
         try state.checkName(name, "name of feeling \(feeling)")
@@ -18,10 +18,10 @@ extension GratitudeTagged {
         try state.requireActor(actor, author)
         _ = try state.requireUser(author)
         try state.checkID(gratitude.rawValue, "gratitude")
-        if state.gratitude.ids.contains(gratitude.rawValue) {
+        if state.gratitude.ids.contains(gratitude) {
             throw ValidationError(.duplicateID, "gratitude \(gratitude) already exists")
         }
-        if state.gratitude.feelings[feeling.rawValue] == nil {
+        if state.gratitude.feelings[feeling] == nil {
             throw ValidationError(.feelingNotFound, "feeling \(feeling) is not defined")
         }
         if recipient.allSatisfy(\.isWhitespace) {

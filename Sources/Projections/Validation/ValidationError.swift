@@ -18,7 +18,7 @@ public struct ValidationError: Error, Sendable, Hashable, CustomStringConvertibl
         public static let userNotFound = Code("userNotFound")
         /// An id (user, room, message, activity, feeling, gratitude) that is already taken.
         public static let duplicateID = Code("duplicateID")
-        /// An id that is empty, too long (over 200 characters) or holds whitespace or control characters.
+        /// An id that is empty, over 128 bytes, or holds a byte other than ASCII letters, digits and `-_.:@+`.
         public static let invalidID = Code("invalidID")
         /// A phone number that is not E.164 (`+` then 8–15 digits, no leading zero).
         public static let invalidPhone = Code("invalidPhone")
