@@ -34,6 +34,16 @@ struct ServeCommand: AsyncParsableCommand {
     var trustRoleClaim = false
     @Option(help: "Requests per second allowed per user on average (0: no limit).") var rateLimit: Double = 100
     @Option(help: "Requests a user may make at once above the average.") var burst: Double = 200
+    @Option(help: "Seconds a connection has to send a whole request head (408 and closed after).")
+    var headTimeout: Double = 10
+    @Option(
+        help: """
+            Connections held open at once; at the limit a new one replaces the oldest that has not sent a \
+            request (default: the open-file limit less 64).
+            """)
+    var maxConnections: Int?
+    @Option(help: "Connections one client address may hold open at once (0: no limit; raise it behind a proxy).")
+    var maxConnectionsPerPeer = 4_096
     @Flag(help: "Development: make a secret if none is given, and print ready tokens with curl examples.")
     var dev = false
     @OptionGroup var store: StoreOptions
@@ -75,6 +85,13 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.port = port
         configuration.requestsPerSecond = rateLimit
         configuration.burst = burst
+        guard headTimeout > 0, maxConnectionsPerPeer >= 0, (maxConnections ?? 1) > 0 else {
+            throw CLIError(
+                "--head-timeout and --max-connections must be positive, --max-connections-per-peer at least 0")
+        }
+        configuration.headTimeout = .milliseconds(max(1, Int(headTimeout * 1000)))
+        if let maxConnections { configuration.maximumOpenConnections = maxConnections }
+        configuration.maximumOpenConnectionsPerPeer = maxConnectionsPerPeer
         var logger = Logger(label: "parley")
         logger.logLevel = .notice
         let engine: Engine
@@ -99,6 +116,8 @@ struct ServeCommand: AsyncParsableCommand {
         } else {
             engine = try await onDedicatedThread("parley-opening") { try global.openEngine(createIfMissing: true) }
             location = global.directory
+            // A full disk (or a failed sync) stops the log; once a write can succeed again it is reopened.
+            services.append(StoreRecovery(engine: engine, logger: logger))
         }
         let server = ParleyServer(engine: engine, verifier: verifier, configuration: configuration, logger: logger)
         let position = engine.position.rawValue

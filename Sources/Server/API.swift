@@ -14,6 +14,7 @@ struct API: Sendable {
     let verifier: TokenVerifier
     let configuration: ServerConfiguration
     let idempotency = IdempotencyCache()
+    let upgradeRefusals = UpgradeRefusals()
     let metrics: ServerMetrics
     let logger: Logger
 
@@ -21,7 +22,7 @@ struct API: Sendable {
     func makeRouter() -> (Router<ParleyContext>, [RouteSpec]) {
         let router = Router(context: ParleyContext.self)
         router.add(middleware: RequestMetricsMiddleware(metrics: metrics))
-        router.add(middleware: ErrorMiddleware())
+        router.add(middleware: ErrorMiddleware(upgradeRefusals: upgradeRefusals))
         router.add(
             middleware: AuthenticationMiddleware(
                 verifier: verifier,
@@ -50,7 +51,7 @@ struct API: Sendable {
             onUpgrade: { inbound, outbound, context in
                 try await live.serve(
                     inbound: inbound, outbound: outbound, identity: context.requestContext.identity,
-                    channel: context.requestContext.channel)
+                    expires: context.requestContext.identityExpires, channel: context.requestContext.channel)
             })
         let specs = table.specs
         let document = OpenAPI.document(specs)

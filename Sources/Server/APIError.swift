@@ -14,6 +14,9 @@ public struct APIError: Error, HTTPResponseError, Sendable {
     public var message: String
     /// Extra headers (`Retry-After`).
     public var headers: HTTPFields = [:]
+    /// What the server's log gets beside the answer: the whole story of a failure whose answer tells the
+    /// client only its code (a store's error names the server's files and offsets).
+    var logDetail: String?
 
     /// Makes a value from its fields.
     public init(_ status: HTTPResponse.Status, _ code: String, _ message: String) {
@@ -32,15 +35,21 @@ public struct APIError: Error, HTTPResponseError, Sendable {
     static func notFound(_ message: String) -> APIError { APIError(.notFound, "notFound", message) }
     static func badRequest(_ code: String, _ message: String) -> APIError { APIError(.badRequest, code, message) }
     static let stopping = APIError(.serviceUnavailable, "stopping", "the server is stopping; retry on another node")
+    static let bodyTooLarge = APIError(
+        .contentTooLarge, "tooLarge",
+        "the body is over the limit of \(ServerConfiguration.maximumBodySize) bytes (1 MiB)")
 
-    /// The answer to a rule the engine refused, by its code: 404 for a missing thing, 409 for a taken id,
-    /// 403 for an act that is someone else's, 413 for an event too large, 503 for a failed store, else 400.
+    /// The answer to a rule the engine refused, by its code: 404 for a missing thing, 409 for a taken id or a
+    /// member added again, 403 for an act that is someone else's, 413 for an event too large, 503 for a failed
+    /// store, else 400.
+    /// A failed store's answer says only that (its message, with the server's paths, is kept in
+    /// ``logDetail``).
     init(_ error: ValidationError) {
         let status: HTTPResponse.Status
         switch error.code {
         case .userNotFound, .roomNotFound, .messageNotFound, .activityNotFound, .feelingNotFound:
             status = .notFound
-        case .duplicateID, .conflictingID, .directRoomExists:
+        case .duplicateID, .conflictingID, .directRoomExists, .alreadyMember:
             status = .conflict
         case .notAMember, .notTheSender, .notTheHost, .wrongActor, .notInvited:
             status = .forbidden
@@ -52,10 +61,15 @@ public struct APIError: Error, HTTPResponseError, Sendable {
             status = .badRequest
         }
         self.init(status, error.code.name, error.message)
+        guard error.code == .storage else { return }
+        logDetail = error.message
         if let stored = error.storageError, stored.code == .notWriter {
             // A follower of a replicated log: the client retries on the writer.
             code = "notWriter"
+            message = "this node does not take commands; send them to the writer (Parley-Writer names it when known)"
             if let writer = stored.writerAddress { headers[Self.writerHeader] = writer }
+        } else {
+            message = "the server's store failed; retry later (the server's log says why)"
         }
     }
 

@@ -58,9 +58,18 @@ public struct KeyFileError: Error, CustomStringConvertible {
 
 /// Checks bearer tokens: HS256 with a shared secret, or ES256/RS256 with the public keys of a JWKS file.
 /// Any failure — malformed, unsigned (`alg: none`), signed with another key or algorithm, expired, no
-/// subject — is the same `nil`: the caller answers 401 and says nothing more.
+/// subject, a JWKS token whose `kid` names no key of the file — is the same `nil`: the caller answers 401 and
+/// says nothing more.
 public struct TokenVerifier: Sendable {
-    let keys: JWTKeyCollection
+    /// Where the keys come from.
+    enum Keys: Sendable {
+        /// Parley's own HS256 secret.
+        case secret(JWTKeyCollection)
+        /// An identity provider's public keys, each named by its `kid`.
+        case jwks(JWKSFile)
+    }
+
+    let keys: Keys
     /// For an outside identity provider: the `iss` and `aud` a token must carry. Its keys sign tokens for
     /// every app that uses it (every Firebase project shares Google's keys), so a signature alone does not
     /// say the token was meant for this one.
@@ -73,7 +82,7 @@ public struct TokenVerifier: Sendable {
     /// its signature and claims again costs more than the rest of a small request.
     let verified = VerifiedTokens()
 
-    init(keys: JWTKeyCollection, issuer: String? = nil, audience: String? = nil, trustsRoleClaim: Bool = true) {
+    init(keys: Keys, issuer: String? = nil, audience: String? = nil, trustsRoleClaim: Bool = true) {
         self.keys = keys
         self.issuer = issuer
         self.audience = audience
@@ -93,7 +102,7 @@ public struct TokenVerifier: Sendable {
         }
         let keys = JWTKeyCollection()
         await keys.add(hmac: HMACKey(from: secret), digestAlgorithm: .sha256)
-        return TokenVerifier(keys: keys)
+        return TokenVerifier(keys: .secret(keys))
     }
 
     /// A verifier for HS256 tokens signed with the secret in `path` (surrounding whitespace ignored).
@@ -108,27 +117,19 @@ public struct TokenVerifier: Sendable {
 
     /// A verifier for ES256/RS256 tokens whose public keys are in the JWKS file at `path`, issued by `issuer`
     /// for `audience` (Firebase: `https://securetoken.google.com/<project>` and `<project>`). The admin
-    /// role is read from tokens only when `trustingRoleClaim`.
+    /// role is read from tokens only when `trustingRoleClaim`. A token must name its key (`kid`); one that
+    /// names a key the file does not hold makes the verifier read the file again if it changed (a provider's
+    /// keys rotate: write the new set over the file), and is refused if the key is still not there.
     /// - Throws: ``KeyFileError`` naming the file when it cannot be read or holds no usable key.
     public static func jwks(file path: String, issuer: String, audience: String, trustingRoleClaim: Bool = false)
         async throws -> TokenVerifier
     {
-        let text: String
-        do {
-            text = try String(contentsOfFile: path, encoding: .utf8)
-        } catch {
-            throw KeyFileError(description: "cannot read the JWKS file \(path): \(error.localizedDescription)")
-        }
-        let keys = JWTKeyCollection()
-        do {
-            _ = try await keys.add(jwksJSON: text)
-        } catch {
-            throw KeyFileError(description: "\(path) is not a usable JWKS (ES256/RS256 public keys): \(error)")
-        }
         guard !issuer.isEmpty, !audience.isEmpty else {
             throw KeyFileError(description: "a JWKS provider needs its issuer and audience to check tokens against")
         }
-        return TokenVerifier(keys: keys, issuer: issuer, audience: audience, trustsRoleClaim: trustingRoleClaim)
+        return TokenVerifier(
+            keys: .jwks(try await JWKSFile(path: path)), issuer: issuer, audience: audience,
+            trustsRoleClaim: trustingRoleClaim)
     }
 
     /// The secret in `path`, without surrounding whitespace.
@@ -142,17 +143,106 @@ public struct TokenVerifier: Sendable {
 
     /// Who `token` names, or nil when it is not a valid, unexpired token with a subject.
     public func identity(token: String) async -> Identity? {
-        if let known = verified.identity(token) { return known }
-        guard token.utf8.count <= 16 << 10,
-            let claims = try? await keys.verify(token, as: AccessClaims.self),
-            !claims.sub.value.isEmpty
+        await verify(token: token)?.identity
+    }
+
+    /// Who `token` names and until when, or nil when it is not a valid, unexpired token with a subject.
+    func verify(token: String) async -> (identity: Identity, expires: Date)? {
+        // A compact JWT is ASCII; refusing anything else first also keeps the cache's keys one spelling each.
+        guard token.utf8.count <= 16 << 10, token.utf8.allSatisfy({ $0 < 0x80 }) else { return nil }
+        if let known = verified.lookup(token) { return known }
+        let collection: JWTKeyCollection
+        switch keys {
+        case .secret(let secret):
+            collection = secret
+        case .jwks(let file):
+            guard let kid = Self.keyID(of: token), let named = await file.keys(naming: kid) else { return nil }
+            collection = named
+        }
+        guard let claims = try? await collection.verify(token, as: AccessClaims.self), !claims.sub.value.isEmpty
         else { return nil }
         if let issuer, claims.iss?.value != issuer { return nil }
         if let audience, claims.aud?.value.contains(audience) != true { return nil }
         let identity = Identity(
             user: UserID(claims.sub.value), isAdmin: trustsRoleClaim && claims.role == "admin")
         verified.insert(token, identity, expires: claims.exp.value)
-        return identity
+        return (identity, claims.exp.value)
+    }
+
+    /// The `kid` of a compact JWT's header, unverified (it only picks the key the signature is checked with).
+    static func keyID(of token: String) -> String? {
+        struct Header: Decodable { var kid: String? }
+        guard let encoded = token.split(separator: ".", maxSplits: 1).first else { return nil }
+        var base64 = encoded.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
+        guard let data = Data(base64Encoded: base64) else { return nil }
+        return try? JSONDecoder().decode(Header.self, from: data).kid
+    }
+}
+
+/// The public keys of a JWKS file, by `kid`, and the file's identity when they were read: a token naming a key
+/// that is not there has the file read again, once per change of the file.
+final class JWKSFile: Sendable {
+    /// What tells one version of the file from the next: an atomic replace changes the file number, an edit in
+    /// place the size or the modification time.
+    struct Stamp: Equatable {
+        var file: Int?
+        var size: Int?
+        var modified: Date?
+    }
+
+    struct Loaded {
+        var keys: JWTKeyCollection
+        var kids: Set<String>
+        var stamp: Stamp?
+    }
+
+    let path: String
+    private let loaded: PlainMutex<Loaded>
+
+    /// Reads the file.
+    /// - Throws: ``KeyFileError`` naming the file when it cannot be read or holds no usable key.
+    init(path: String) async throws {
+        self.path = path
+        loaded = PlainMutex(try await Self.load(path))
+    }
+
+    /// The keys, when one of them is named `kid` (reading the file again first if it changed since).
+    func keys(naming kid: String) async -> JWTKeyCollection? {
+        let current = loaded.withLock { $0 }
+        if current.kids.contains(kid) { return current.keys }
+        guard let stamp = Self.stamp(path), stamp != current.stamp, let fresh = try? await Self.load(path) else {
+            return nil
+        }
+        loaded.withLock { $0 = fresh }
+        return fresh.kids.contains(kid) ? fresh.keys : nil
+    }
+
+    private static func load(_ path: String) async throws -> Loaded {
+        let stamp = Self.stamp(path)
+        let text: String
+        do {
+            text = try String(contentsOfFile: path, encoding: .utf8)
+        } catch {
+            throw KeyFileError(description: "cannot read the JWKS file \(path): \(error.localizedDescription)")
+        }
+        let keys = JWTKeyCollection()
+        let kids: Set<String>
+        do {
+            let set = try JSONDecoder().decode(JWKS.self, from: Data(text.utf8))
+            _ = try await keys.add(jwks: set)
+            kids = Set(set.keys.compactMap { $0.keyIdentifier?.string })
+        } catch {
+            throw KeyFileError(description: "\(path) is not a usable JWKS (ES256/RS256 public keys): \(error)")
+        }
+        return Loaded(keys: keys, kids: kids, stamp: stamp)
+    }
+
+    private static func stamp(_ path: String) -> Stamp? {
+        guard let attributes = try? FileManager.default.attributesOfItem(atPath: path) else { return nil }
+        return Stamp(
+            file: (attributes[.systemFileNumber] as? NSNumber)?.intValue,
+            size: (attributes[.size] as? NSNumber)?.intValue, modified: attributes[.modificationDate] as? Date)
     }
 }
 
@@ -190,7 +280,7 @@ final class VerifiedTokens: Sendable {
     static let capacity = 50_000
     private let entries = PlainMutex<[String: (identity: Identity, expires: Date)]>([:])
 
-    func identity(_ token: String) -> Identity? {
+    func lookup(_ token: String) -> (identity: Identity, expires: Date)? {
         let now = Date()
         return entries.withLock { entries in
             guard let entry = entries[token] else { return nil }
@@ -198,7 +288,7 @@ final class VerifiedTokens: Sendable {
                 entries[token] = nil
                 return nil
             }
-            return entry.identity
+            return entry
         }
     }
 

@@ -19,8 +19,10 @@ struct ClientFrame: Decodable {
 /// - `{"type":"subscribe","topic":"rooms"|"feed"|"room:<id>","since":P?}`: the server answers with the
 ///   changes after P (or the whole current view without `since`), then `caughtUp`, then live changes in
 ///   log order, each with its `position`. `{"type":"unsubscribe","topic":…}` stops one.
-/// - A client too slow to take its changes is closed with 4000; a stopping server closes with 1001. Either
-///   way the client reconnects and subscribes `since` the last position it received, and misses nothing.
+/// - A client too slow to take its changes is closed with 4000; a stopping server closes with 1001; a
+///   connection whose token expires is closed with 4001 (reason: `token expired: sign in again and subscribe
+///   since P`, P the last position it was sent). Each way the client reconnects (with a fresh token after
+///   4001) and subscribes `since` the last position it received, and misses nothing.
 struct LiveChannel: Sendable {
     let hub: LiveHub
     let engine: Engine
@@ -28,14 +30,17 @@ struct LiveChannel: Sendable {
     let configuration: ServerConfiguration
 
     static let slowCode = WebSocketErrorCode(codeNumber: 4000)
+    static let expiredCode = WebSocketErrorCode(codeNumber: 4001)
     static let unauthorizedCode = WebSocketErrorCode(codeNumber: 4401)
     static let limitCode = WebSocketErrorCode(codeNumber: 4429)
 
     func serve(
-        inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, identity: Identity?, channel: any Channel
+        inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, identity: Identity?, expires: Date?,
+        channel: any Channel
     ) async throws {
         var messages = inbound.messages(maxSize: configuration.maximumFrameSize).makeAsyncIterator()
         var identity = identity
+        var expires = expires
         if identity == nil {
             // Without a header the first frame must authenticate, in time.
             let deadline = channel.eventLoop.scheduleTask(
@@ -48,7 +53,9 @@ struct LiveChannel: Sendable {
                 let frame = try? JSONDecoder().decode(ClientFrame.self, from: Data(text.utf8)), frame.type == "auth",
                 let token = frame.token
             {
-                identity = await verifier.identity(token: token)
+                let verified = await verifier.verify(token: token)
+                identity = verified?.identity
+                expires = verified?.expires
             }
             guard identity != nil else {
                 try await outbound.close(Self.unauthorizedCode, reason: "a valid token is required")
@@ -75,6 +82,18 @@ struct LiveChannel: Sendable {
         let limiter = RateLimiter(
             rate: configuration.clientFramesPerSecond, burst: configuration.clientFramesPerSecond * 4)
         defer { hub.disconnect(connection) }
+        // The connection lives as long as its token: then it ends, and its writer closes it with 4001.
+        let expiry = expires.map { date in
+            Task {
+                do {
+                    try await Task.sleep(for: .seconds(max(0, date.timeIntervalSinceNow)))
+                } catch {
+                    return
+                }
+                connection.end(.expired)
+            }
+        }
+        defer { expiry?.cancel() }
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await write(connection, outbound) }
             do {
@@ -112,6 +131,9 @@ struct LiveChannel: Sendable {
         case .stopping:
             try? await outbound.close(
                 .goingAway, reason: "server stopping: reconnect and subscribe since the last position you received")
+        case .expired:
+            let since = connection.deliveredPosition.map { " since \($0)" } ?? ""
+            try? await outbound.close(Self.expiredCode, reason: "token expired: sign in again and subscribe" + since)
         case .gone, nil:
             break
         }

@@ -39,16 +39,21 @@ final class LiveConnection: Sendable {
         case slow
         /// The server is stopping: closed with 1001.
         case stopping
+        /// Its token expired: closed with 4001 so that the client signs in again and resumes.
+        case expired
         /// The client went away.
         case gone
     }
 
     struct State {
-        var frames = Deque<String>()
+        /// Frames queued, each with the log position it brings the client to (live changes and `caughtUp`).
+        var frames = Deque<(frame: String, position: UInt64?)>()
         var bytes = 0
         var waiter: CheckedContinuation<String?, Never>?
         var ending: Ending?
         var topics: Set<Topic> = []
+        /// The position of the last frame handed to the writer that carried one.
+        var delivered: UInt64?
     }
 
     let id: UInt64
@@ -64,12 +69,14 @@ final class LiveConnection: Sendable {
         self.byteLimit = byteLimit
     }
 
-    /// Queues `frame`; false when the connection has ended or its queue is full (it is then ended as slow).
-    func enqueue(_ frame: String) -> Bool {
+    /// Queues `frame`, which brings the client to `position` when it is a live change or a `caughtUp`; false
+    /// when the connection has ended or its queue is full (it is then ended as slow).
+    func enqueue(_ frame: String, position: UInt64? = nil) -> Bool {
         let (accepted, waiter) = state.withLock { s -> (Bool, CheckedContinuation<String?, Never>?) in
             guard s.ending == nil else { return (false, nil) }
             if let waiter = s.waiter {
                 s.waiter = nil
+                if let position { s.delivered = position }
                 return (true, waiter)
             }
             guard s.bytes + frame.utf8.count <= byteLimit else {
@@ -78,7 +85,7 @@ final class LiveConnection: Sendable {
                 s.bytes = 0
                 return (false, nil)
             }
-            s.frames.append(frame)
+            s.frames.append((frame, position))
             s.bytes += frame.utf8.count
             return (true, nil)
         }
@@ -100,8 +107,9 @@ final class LiveConnection: Sendable {
             await withCheckedContinuation { (continuation: CheckedContinuation<String?, Never>) in
                 let ready: String?? = state.withLock { s -> String?? in
                     if s.ending != nil { return .some(nil) }
-                    if let frame = s.frames.popFirst() {
+                    if let (frame, position) = s.frames.popFirst() {
                         s.bytes -= frame.utf8.count
+                        if let position { s.delivered = position }
                         return .some(frame)
                     }
                     s.waiter = continuation
@@ -123,10 +131,14 @@ final class LiveConnection: Sendable {
             return (s.waiter, first)
         }
         waiter?.resume(returning: nil)
-        if first, reason == .stopping { cutLater() }
+        if first, reason == .stopping || reason == .expired { cutLater() }
     }
 
     var ending: Ending? { state.withLock { $0.ending } }
+
+    /// The position of the last frame handed to the writer that carried one (nil before any): a client that
+    /// resubscribes `since` it misses nothing on the topics it had caught up on.
+    var deliveredPosition: UInt64? { state.withLock { $0.delivered } }
 
     /// Records a subscription; false when `limit` topics are taken already.
     func add(_ topic: Topic, limit: Int) -> Bool {
@@ -359,7 +371,7 @@ final class LiveHub: Sendable {
 
     private func deliver(_ frame: String, to subscribers: [Subscriber], at position: UInt64) {
         for subscriber in subscribers where position > subscriber.skipThrough {
-            if !subscriber.connection.enqueue(frame) { drop(subscriber.connection) }
+            if !subscriber.connection.enqueue(frame, position: position) { drop(subscriber.connection) }
         }
     }
 
@@ -423,7 +435,10 @@ final class LiveHub: Sendable {
             (frames, through) = Frames.snapshot(of: request.topic, engine: engine)
         }
         frames.append(Frames.caughtUp(request.topic, at: through, reset: reset))
-        for frame in frames where !connection.enqueue(frame) {
+        // Only `caughtUp` moves the connection's position: a catch-up's changes come in the order of their
+        // things, and the topic is whole only through `through` once it is there.
+        for (index, frame) in frames.enumerated()
+        where !connection.enqueue(frame, position: index == frames.count - 1 ? through : nil) {
             drop(connection)
             return
         }

@@ -51,12 +51,16 @@ enum OpenAPI {
         on and `message` is for a person. A command may carry an `Idempotency-Key` header (1 to 255 bytes): a \
         retry with the same key gets the first answer and appends nothing; the same key with another method, path \
         or body is refused with 409. Times are ISO 8601 UTC with milliseconds (`2026-11-20T09:30:00.000Z`); ids \
-        are strings.
+        are strings of 1 to 128 ASCII letters, digits and `-_.:@+` (another id is refused with 400 `invalidID`), \
+        equal only when their bytes are. A request head must arrive whole within the head timeout (10 s by \
+        default; else 408) and be at most 64 KiB (else 431); a body over 1 MiB is refused with 413, from its \
+        declared `Content-Length` when it has one.
         """
 
     private static let liveProtocol = """
         Upgrade to a WebSocket (a GET without `Upgrade: websocket` is answered 426). Authenticate with the \
-        `Authorization` header or, from a browser, which cannot set it, with a first text frame \
+        `Authorization` header (a missing, bad or expired token is answered 401 `unauthorized`, not upgraded) \
+        or, from a browser, which cannot set it, with a first text frame \
         `{"type":"auth","token":"<JWT>"}` sent within the authentication timeout (else the server closes with \
         4401). Frames are JSON text (see LiveClientFrame and LiveFrame). \
         `{"type":"subscribe","topic":"rooms"|"feed"|"room:<id>","since":P}` makes the server send the changes \
@@ -67,8 +71,10 @@ enum OpenAPI {
         `room` (`row`, `order`) or `roomRemoved` (`room`) on `rooms`; `activity` (`item`) or `activityRemoved` \
         (`activity`) on `feed`; `added`, `edited` or `deleted` (`message`) on `room:<id>`; `unsubscribed` \
         (`reason`). A refused frame is answered `{"type":"error","code":…,"message":…,"topic":…}`. A client too \
-        slow to take its changes is closed with 4000 and a stopping server closes with 1001: reconnect and \
-        subscribe `since` the last position received, and nothing is missed.
+        slow to take its changes is closed with 4000, a stopping server closes with 1001, and a connection whose \
+        token expires is closed with 4001 (reason `token expired: sign in again and subscribe since P`, P the last \
+        position sent): reconnect (with a fresh token after 4001) and subscribe `since` the last position \
+        received, and nothing is missed.
         """
 
     // MARK: Operations

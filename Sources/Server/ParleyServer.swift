@@ -17,6 +17,7 @@ public struct ParleyServer: Sendable {
     let api: API
     let configuration: ServerConfiguration
     let logger: Logger
+    let connections: ConnectionLimits
 
     /// A server over `engine`, checking tokens with `verifier`.
     ///
@@ -37,7 +38,11 @@ public struct ParleyServer: Sendable {
             verifier: verifier, configuration: configuration, metrics: metrics, logger: logger)
         self.configuration = configuration
         self.logger = logger
+        self.connections = ConnectionLimits(configuration: configuration)
     }
+
+    /// The server's connections now, and what its connection guards have done since it started.
+    public var connectionCounts: ConnectionCounts { connections.counts }
 
     /// The application, for tests (HummingbirdTesting) and for embedding in a larger service group. Its
     /// services include the live fan-out.
@@ -53,12 +58,9 @@ public struct ParleyServer: Sendable {
         let (router, _) = api.makeRouter()
         return Application(
             router: router,
-            server: .http1WebSocketUpgrade(
-                webSocketRouter: router,
-                configuration: .init(
-                    http1: .init(idleTimeout: .seconds(75)),
-                    ws: .init(
-                        maxFrameSize: configuration.maximumFrameSize, closeTimeout: .seconds(5), validateUTF8: true))),
+            server: .guardedHTTP1WebSocketUpgrade(
+                router: router, configuration: configuration, limits: connections,
+                upgradeRefusals: api.upgradeRefusals),
             configuration: .init(
                 address: .hostname(configuration.host, port: configuration.port), serverName: "parley"),
             services: services, onServerRunning: onServerRunning, logger: logger)

@@ -1,4 +1,5 @@
 import EventLog
+import Foundation
 import Hummingbird
 import HummingbirdAuth
 import HummingbirdWebSocket
@@ -14,6 +15,8 @@ public struct ParleyContext: RequestContext, WebSocketRequestContext, AuthReques
     public var identity: Identity?
     /// The connection the request came on.
     public let channel: any Channel
+    /// When the verified token stops being accepted (a live connection is closed then).
+    var identityExpires: Date?
     /// The operation id of the route taking the request (`sendMessage`), set by ``RouteTable``; commands are
     /// counted under it.
     var operation: String?
@@ -57,8 +60,9 @@ struct AuthenticationMiddleware: RouterMiddleware {
     {
         var context = context
         if let token = request.headers.bearer?.token {
-            guard let identity = await verifier.identity(token: token) else { throw APIError.unauthorized }
-            context.identity = identity
+            guard let verified = await verifier.verify(token: token) else { throw APIError.unauthorized }
+            context.identity = verified.identity
+            context.identityExpires = verified.expires
         } else if request.headers[.authorization] != nil {
             throw APIError.unauthorized
         } else if !Self.publicPaths.contains(request.uri.path) && request.uri.path != "/v1/live" {
@@ -78,22 +82,23 @@ struct AuthenticationMiddleware: RouterMiddleware {
 
 /// Turns every error into `{"error":{"code","message"}}`: a route's ``APIError`` as it is, the framework's
 /// own (unknown route 404, body over the limit 413, wrong method 405) with a code, anything else 500 with
-/// nothing of its inside shown.
+/// nothing of its inside shown. What an answer leaves out for the client (``APIError/logDetail``) goes to the
+/// log. The answer to a refused WebSocket upgrade is also kept in `upgradeRefusals`, which the connection
+/// writes instead of Hummingbird's empty 400 (see ``UpgradeRefusals``).
 struct ErrorMiddleware: RouterMiddleware {
     typealias Context = ParleyContext
+    var upgradeRefusals: UpgradeRefusals?
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response)
         async throws -> Response
     {
+        let answer: APIError
         do {
             return try await next(request, context)
         } catch let error as APIError {
-            return try error.response(from: request, context: context)
+            answer = error
         } catch is NIOTooManyBytesError {
-            return try APIError(
-                .contentTooLarge, "tooLarge",
-                "the body is over the limit of \(ServerConfiguration.maximumBodySize) bytes (1 MiB)"
-            ).response(from: request, context: context)
+            answer = .bodyTooLarge
         } catch let error as HTTPError {
             let code: String
             switch error.status {
@@ -105,18 +110,24 @@ struct ErrorMiddleware: RouterMiddleware {
             }
             var message = error.body ?? error.status.reasonPhrase
             if error.status == .contentTooLarge {
-                message = "the body is over the limit of \(ServerConfiguration.maximumBodySize) bytes (1 MiB)"
+                message = APIError.bodyTooLarge.message
             } else if error.status == .notFound && error.body == nil {
                 message = "no route \(request.method) \(request.uri.path)"
             }
-            var response = try APIError(error.status, code, message).response(from: request, context: context)
-            response.headers.append(contentsOf: error.headers)
-            return response
+            var mapped = APIError(error.status, code, message)
+            mapped.headers = error.headers
+            answer = mapped
         } catch {
             context.logger.error("request failed", metadata: ["error": "\(error)", "path": "\(request.uri.path)"])
-            return try APIError(.internalServerError, "internal", "the server failed to answer; it was logged")
-                .response(from: request, context: context)
+            answer = APIError(.internalServerError, "internal", "the server failed to answer; it was logged")
         }
+        if let detail = answer.logDetail {
+            context.logger.error("request failed", metadata: ["error": "\(detail)", "path": "\(request.uri.path)"])
+        }
+        if let upgradeRefusals, request.headers[.upgrade] != nil {
+            upgradeRefusals.keep(answer, for: context.channel)
+        }
+        return try answer.response(from: request, context: context)
     }
 }
 

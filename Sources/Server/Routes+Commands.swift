@@ -121,6 +121,9 @@ extension API {
                 // A follower's refusal is its role, not a failing store: counted as the client sees it.
                 if error.code == .storage, mapped.code != "notWriter" {
                     metrics.recordCommand(operation, .storageError(error.storageError?.code.name ?? "storage"))
+                if let detail = mapped.logDetail {
+                    logger.error("command failed", metadata: ["error": "\(detail)", "path": "\(request.uri.path)"])
+                }
                 } else {
                     metrics.recordCommand(operation, .rejected(mapped.code))
                 }

@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// What `parley serve` is told: where to listen and its limits.
 public struct ServerConfiguration: Sendable {
     /// The largest request body accepted (413 above it).
@@ -29,9 +35,35 @@ public struct ServerConfiguration: Sendable {
     public var shutdownGrace: Duration = .seconds(10)
     /// How long a live client has to send its `auth` frame when it connected without a token.
     public var authenticationTimeout: Duration = .seconds(10)
+    /// How long a connection has to send a whole request head: from when it opens for the first request, from
+    /// its first byte for the next ones (408 and closed after). An idle keep-alive connection waits longer, 75 s.
+    public var headTimeout: Duration = .seconds(10)
+    /// The largest request head (request line and header fields) accepted, in bytes (431 above it).
+    public var maximumHeadSize = 64 << 10
+    /// Connections the server keeps open at once (HTTP and live alike). At the limit a new connection takes the
+    /// place of the oldest one that has not sent a whole request head; when every one has, it is refused (503).
+    /// The default leaves 64 of the process's file descriptors (`ulimit -n`) to the log and the rest.
+    public var maximumOpenConnections = ServerConfiguration.defaultOpenConnections
+    /// Connections one peer address may keep open at once (0: no limit). Behind a proxy every client has the
+    /// proxy's address: raise it there, or set 0 and let the proxy limit its clients.
+    public var maximumOpenConnectionsPerPeer = 4_096
 
     /// The defaults: 127.0.0.1:8080, 100 requests/s per user (bursts of 200).
     public init() {}
+
+    /// The soft limit on open files less 64 (at least 64): the connection limit that keeps the process clear
+    /// of `EMFILE`, where it could accept nothing at all, not even `/healthz`.
+    public static let defaultOpenConnections: Int = {
+        var limit = rlimit()
+        #if canImport(Glibc)
+            let resource = Int32(RLIMIT_NOFILE.rawValue)
+        #else
+            let resource = RLIMIT_NOFILE
+        #endif
+        guard getrlimit(resource, &limit) == 0 else { return 65_536 }
+        // RLIM_INFINITY is the largest value: clamped, it is a limit no server reaches.
+        return max(64, Int(clamping: limit.rlim_cur) - 64)
+    }()
 }
 
 extension Duration {
