@@ -151,7 +151,14 @@ final class ConnectionGuard: ChannelInboundHandler, RemovableChannelHandler {
                     "the request head is over the limit of \(maximumHeadSize) bytes"))
             return
         }
-        if ended { leaveHead() }
+        if ended {
+            leaveHead()
+        } else if isFirstHeadDecoded, lines == 0, lineLength == 0 {
+            // Only line ends after a request (an old client's CRLF after a body): no head has started.
+            phase = .idle
+            timer?.cancel()
+            timer = nil
+        }
         context.fireChannelRead(data)
     }
 
