@@ -31,14 +31,15 @@ public struct ParleyServer: Sendable {
         logger: Logger = Logger(label: "parley"),
         metricsRegistry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()
     ) {
-        let metrics = ServerMetrics(registry: metricsRegistry, engine: engine)
+        let connections = ConnectionLimits(configuration: configuration)
+        let metrics = ServerMetrics(registry: metricsRegistry, engine: engine, connections: connections)
         self.api = API(
             engine: engine,
             hub: LiveHub(engine: engine, configuration: configuration, metrics: metrics, logger: logger),
             verifier: verifier, configuration: configuration, metrics: metrics, logger: logger)
         self.configuration = configuration
         self.logger = logger
-        self.connections = ConnectionLimits(configuration: configuration)
+        self.connections = connections
     }
 
     /// The server's connections now, and what its connection guards have done since it started.

@@ -29,6 +29,7 @@ final class ServerMetrics: Sendable {
     private let actorIndex: (position: Gauge, lag: Gauge, failures: Counter)?
     private let replica: (writer: Gauge, lag: Gauge, heartbeatAge: Gauge)?
     private let process: ProcessFamilies
+    private let connections: ConnectionFamilies
     private let requests = PlainMutex<[RequestKey: RequestSeries]>([:])
     private let commands = PlainMutex<[CommandKey: Counter]>([:])
     /// What the store and the process counted at the last scrape, so that their counters grow by the difference.
@@ -56,6 +57,18 @@ final class ServerMetrics: Sendable {
         var snapshotFailures = 0
         var actorIndexFailures = 0
         var cpuSeconds = 0.0
+        var connections = ConnectionCounts()
+    }
+
+    /// The connection guards' counts (``ConnectionLimits``), kept there and mirrored here at each scrape.
+    private struct ConnectionFamilies {
+        var limits: ConnectionLimits
+        var open: Gauge
+        var tooMany: Counter
+        var evicted: Counter
+        var headTimeout: Counter
+        var headTooLarge: Counter
+        var bodyTooLarge: Counter
     }
 
     private struct ProcessFamilies {
@@ -82,11 +95,23 @@ final class ServerMetrics: Sendable {
         .milliseconds(250), .milliseconds(500), .seconds(1), .milliseconds(2500),
     ]
 
-    /// The families of a server over `engine`, made in `registry`. Over the local log it also times the log's
-    /// fdatasyncs (replacing an observer set before, see ``EventLog/observeSyncs(_:)``).
-    init(registry: PrometheusCollectorRegistry, engine: Engine) {
+    /// The families of a server over `engine` and `connections`, made in `registry`. Over the local log it also
+    /// times the log's fdatasyncs (replacing an observer set before, see ``EventLog/observeSyncs(_:)``).
+    init(registry: PrometheusCollectorRegistry, engine: Engine, connections: ConnectionLimits) {
         self.registry = registry
         self.engine = engine
+        let closed = { (reason: String) in
+            registry.counter(
+                "parley_connections_closed_total", labels: [("reason", reason)],
+                "Connections the server closed before a request: over the limits (tooMany), to make room (evicted), "
+                    + "a head not whole in time (headTimeout) or too large (headTooLarge), a declared body too large "
+                    + "(bodyTooLarge).")
+        }
+        self.connections = ConnectionFamilies(
+            limits: connections,
+            open: registry.gauge("parley_connections_open", "Open connections, HTTP and live."),
+            tooMany: closed("tooMany"), evicted: closed("evicted"), headTimeout: closed("headTimeout"),
+            headTooLarge: closed("headTooLarge"), bodyTooLarge: closed("bodyTooLarge"))
         liveConnections = registry.gauge("parley_live_connections", "Open live (WebSocket) connections.")
         framesSent = registry.counter(
             "parley_live_frames_sent_total", "Frames written to live clients.")
@@ -258,8 +283,15 @@ final class ServerMetrics: Sendable {
             process.threads.set(Int64(stats.threads))
             process.started.set(stats.startTime)
         }
+        let counts = connections.limits.counts
+        connections.open.set(Int64(counts.open))
         scraped.withLock { last in
             Self.grow(snapshotFailures, from: &last.snapshotFailures, to: snapshots.failures)
+            Self.grow(connections.tooMany, from: &last.connections.refused, to: counts.refused)
+            Self.grow(connections.evicted, from: &last.connections.evicted, to: counts.evicted)
+            Self.grow(connections.headTimeout, from: &last.connections.headTimeouts, to: counts.headTimeouts)
+            Self.grow(connections.headTooLarge, from: &last.connections.headsTooLarge, to: counts.headsTooLarge)
+            Self.grow(connections.bodyTooLarge, from: &last.connections.bodiesTooLarge, to: counts.bodiesTooLarge)
             if let actorIndex, let index {
                 Self.grow(actorIndex.failures, from: &last.actorIndexFailures, to: index.failures)
             }

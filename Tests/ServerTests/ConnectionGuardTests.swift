@@ -16,6 +16,11 @@ import Testing
             #expect(try await silent.readToEnd() == "", "closed without an answer: nothing was asked")
             #expect(harness.server.connectionCounts.headTimeouts == 1)
             #expect(try await client.call(.get, "/healthz").status == 200)
+            // /metrics shows the counts (the scrape's own connection is open; the /healthz one may be closing).
+            let scrape = try await MetricsTests.scrape(try HTTPWire(port: client.port))
+            #expect(scrape.value("parley_connections_closed_total", ["reason": "headTimeout"]) == 1)
+            #expect(scrape.value("parley_connections_closed_total", ["reason": "tooMany"]) == 0)
+            #expect((1...2).contains(scrape.value("parley_connections_open") ?? 0))
         }
     }
 
