@@ -72,7 +72,12 @@ struct API: Sendable {
                 status: 200, response: "Health")
         ) { _, _ in
             guard !hub.isStopping else { throw APIError.stopping }
-            if let refusal = engine.commandRefusal { throw APIError(refusal) }
+            if let refusal = engine.commandRefusal {
+                // The failure was logged when a command met it; a probe asks often and is told only the code.
+                var error = APIError(refusal)
+                error.logDetail = nil
+                throw error
+            }
             return JSONBody.response("{\"position\":\(engine.position.rawValue),\"status\":\"ready\"}")
         }
         t.add(
