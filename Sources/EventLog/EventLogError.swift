@@ -49,6 +49,17 @@ public struct EventLogError: Error, Sendable, Hashable, CustomStringConvertible 
         /// A replicated log's servers could not be reached, or did not acknowledge in time; nothing is known
         /// to be lost, and the store takes no appends until reopened.
         public static let unavailable = Code("unavailable")
+        /// The owner's data key was destroyed (the owner was erased): what was sealed under it can never be
+        /// read again, and no new key is made for it.
+        public static let keyErased = Code("keyErased")
+        /// The owner has no data key (it was never made), so nothing sealed for it can be opened.
+        public static let keyMissing = Code("keyMissing")
+        /// The key store's file is damaged before its end (the message names the file and the offset).
+        public static let corruptKeyStore = Code("corruptKeyStore")
+        /// Sealed bytes too short to be a seal, or of a layout this build does not read.
+        public static let malformedSeal = Code("malformedSeal")
+        /// Sealed bytes failed AES-GCM authentication: the wrong key, or bytes altered since they were sealed.
+        public static let sealAuthenticationFailed = Code("sealAuthenticationFailed")
     }
 
     public var code: Code

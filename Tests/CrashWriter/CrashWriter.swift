@@ -29,8 +29,13 @@ struct CrashWriter: AsyncParsableCommand {
     @Option(help: "Segment size in bytes.") var segmentSize: Int = 128 << 20
     @Option(help: "Concurrent producers.") var producers: Int = 4
     @Flag(help: "Run validated commands through the engine instead of raw appends.") var commands = false
+    @Flag(help: "Make and destroy data keys in a key store instead (see runKeys).") var keys = false
 
     func run() async throws {
+        if keys {
+            try runKeys()
+            return
+        }
         if commands {
             try await runCommands()
             return
@@ -81,11 +86,11 @@ extension CrashWriter {
     private func runCommands() async throws {
         // blocking-ok: a process of its own that only writes: nothing else waits for its threads
         let engine = try Engine.open(directory: data, configuration: .init(segmentSize: segmentSize))
-        for number in 0..<CrashRecipe.commandUsers where engine.profile(Self.user(number)) == nil {
+        for number in 0..<CrashRecipe.commandUsers where try engine.profile(Self.user(number)) == nil {
             try await engine.register(Self.user(number), method: .google, name: "Crash \(number)")
         }
         let producers = max(1, self.producers)
-        for producer in 0..<producers where engine.room(Self.room(producer)) == nil {
+        for producer in 0..<producers where try engine.room(Self.room(producer)) == nil {
             try await engine.createGroup(
                 Self.room(producer), by: Self.user(producer), name: "Crash room \(producer)",
                 members: [Self.user(producer + 1), Self.user(producer + 2)])
