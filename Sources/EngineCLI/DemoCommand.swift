@@ -38,7 +38,7 @@ struct DemoCommand: ParsableCommand {
                 + String(
                     format: "%.2f s  → %@ events/s", replaySeconds, ProgressBar.count(Double(replayed) / replaySeconds))
         )
-        let liveDigest = engine.stateDigest
+        let liveDigest = try engine.stateDigest
 
         let snapshotStart = ContinuousClock.now
         let snapshotPosition = try engine.writeSnapshot()
@@ -48,7 +48,7 @@ struct DemoCommand: ParsableCommand {
         engine = try Engine.open(directory: directory)
         let reopenSeconds = seconds(since: reopenStart)
         defer { try? engine.close() }
-        let sameState = engine.stateDigest == liveDigest
+        let sameState = try engine.stateDigest == liveDigest
         print(
             "3. snapshot  at position \(snapshotPosition) in " + String(format: "%.2f s", snapshotSeconds)
                 + "; reopen from it in " + String(format: "%.3f s", reopenSeconds)
@@ -78,9 +78,9 @@ struct DemoCommand: ParsableCommand {
     private func showSamples(_ engine: Engine) throws {
         let candidates = (1...min(users, 400)).map { UserID(String(format: "u%05d", $0)) }
         print("\n── Sample answers ──")
-        if let user = candidates.max(by: { engine.rooms($0).count < engine.rooms($1).count }) {
-            let rooms = engine.rooms(user)
-            let name = engine.profile(user)?.name ?? user.rawValue
+        if let user = try candidates.max(by: { try engine.rooms($0).count < engine.rooms($1).count }) {
+            let rooms = try engine.rooms(user)
+            let name = try engine.profile(user)?.name ?? user.rawValue
             print(
                 "\nrooms(\(user)) — \(name)'s chat list, newest first (\(rooms.count) rooms, "
                     + "\(rooms.reduce(0) { $0 + $1.unread }) unread):")
@@ -108,25 +108,25 @@ struct DemoCommand: ParsableCommand {
                     })
             }
         }
-        if let viewer = candidates.first(where: { !engine.connections($0).isEmpty }),
-            let connection = engine.connections(viewer).first
+        if let viewer = try candidates.first(where: { try !engine.connections($0).isEmpty }),
+            let connection = try engine.connections(viewer).first
         {
-            let relation = engine.relationship(viewer, connection.user)
+            let relation = try engine.relationship(viewer, connection.user)
             print("\nrelationship(\(viewer), \(connection.user)): \(relation.kind.rawValue) — \"\(relation.label)\"")
         }
-        if let guest = candidates.first(where: { engine.feed($0).contains { $0.role == .guest } }) {
+        if let guest = try candidates.first(where: { try engine.feed($0).contains { $0.role == .guest } }) {
             print("\nfeed(\(guest)) — invitations, soonest first:")
             Output.table(
                 ["starts", "activity", "title", "role", "rsvp"],
-                engine.feed(guest).prefix(5).map {
+                try engine.feed(guest).prefix(5).map {
                     [
                         Timestamp.format($0.startsAt), $0.activity.rawValue, $0.title, $0.role.rawValue,
                         $0.rsvp?.rawValue ?? "—",
                     ]
                 })
         }
-        if let author = candidates.first(where: { engine.gratitude($0).total > 1 }) {
-            let summary = engine.gratitude(author)
+        if let author = try candidates.first(where: { try engine.gratitude($0).total > 1 }) {
+            let summary = try engine.gratitude(author)
             let feelings = summary.byFeeling.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(
                 separator: ", ")
             print("\ngratitude(\(author)): \(summary.total) tagged — \(feelings)")

@@ -81,10 +81,17 @@ struct ImportCommand: ParsableCommand {
             let outcome = try plan.append(to: engine, keepingValidParts: skipInvalid) { progress.update($0) }
             progress.finish()
             invalid = (invalid + outcome.problems).sorted(by: ImportProblem.inFileOrder)
+            // Everything is appended by now: a comparison that cannot be made is a warning, not a failed import.
+            let warnings: [String]
+            do {
+                warnings = try plan.disagreements(with: engine)
+            } catch {
+                warnings = [error.description]
+            }
             let summary = Summary(
                 file: file, format: format.rawValue, appended: outcome.appended, duplicates: outcome.duplicates,
                 invalid: invalid.count, head: engine.store.head.rawValue, problems: invalid.map(Summary.Problem.init),
-                warnings: plan.disagreements(with: engine), notes: plan.notes)
+                warnings: warnings, notes: plan.notes)
             if json {
                 try Output.json(summary)
             } else {

@@ -30,7 +30,7 @@ struct ReplayCommand: ParsableCommand {
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         // Beside a writer the log's head moves on after the fold: the head digest is the chain's at the position
         // the state was folded to, not at the head now.
-        let (position, stateDigest) = engine.positionedStateDigest
+        let (position, stateDigest) = try engine.positionedStateDigest
         var headDigest = engine.store.headDigest
         if let log = engine.store as? EventLog {
             let digest: String?

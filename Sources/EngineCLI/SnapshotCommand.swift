@@ -33,7 +33,7 @@ struct SnapshotCommand: ParsableCommand {
         }
         let file = global.directory + "/" + (name ?? "snapshot-?.bin")
         let bytes = ((try? FileManager.default.attributesOfItem(atPath: file))?[.size] as? Int) ?? 0
-        let result = Result(position: position, file: file, bytes: bytes, stateDigest: engine.stateDigest)
+        let result = Result(position: position, file: file, bytes: bytes, stateDigest: try engine.stateDigest)
         if json {
             try Output.json(result)
         } else {

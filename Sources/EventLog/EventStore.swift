@@ -11,7 +11,7 @@
 ///   original position is returned and `wasDuplicate` is set. Completions run exactly once each, in
 ///   position order, only when the records are durable (per the store's durability) or have failed.
 /// - **Fail-stop.** After a failed write or sync, that call and every later one fail; the store takes no
-///   more appends until reopened.
+///   more appends until reopened (``reopenAfterFailure()``, where the store can).
 /// - **Visibility.** Reads, lookups, `head` and subscriptions see only committed (durable) records.
 /// - **Errors** keep their code and errno (``EventLogError``): callers switch on `.locked`, `.noSpace`,
 ///   `.corruptBatch`, never on message text.
@@ -94,11 +94,22 @@ public protocol EventStore: AnyObject, Sendable {
     /// What the store noted in the background, oldest first, one line per distinct failure: derived data it could
     /// not keep up (the local log's actor index), naming the file and why. Nothing noted failed an append.
     var notes: [String] { get }
+
+    /// After a failed write or sync: closes this store and opens its data again, holding exactly what it
+    /// acknowledged, for appends to go on without the process restarting. This store stays closed.
+    /// - Throws: a storage error when it cannot be reopened yet (`.noSpace` on a disk still full); the default,
+    ///   for a store that cannot be reopened in place, throws `.closed`.
+    func reopenAfterFailure() throws(EventLogError) -> any EventStore
 }
 
 extension EventStore {
     /// Nothing: a store without derived data of its own has nothing to note.
     public var notes: [String] { [] }
+
+    /// Refuses: a store that cannot be reopened in place is opened again by restarting.
+    public func reopenAfterFailure() throws(EventLogError) -> any EventStore {
+        throw EventLogError(.closed, "\(location) cannot be reopened in place: open it again (restart the process)")
+    }
 
     /// ``readSnapshot(at:)``, held in memory: for stores that keep their snapshots there.
     public func openSnapshot(at position: Position) throws(EventLogError) -> (any SnapshotFile)? {

@@ -98,11 +98,20 @@ extension ImportPlan {
     /// The export's denormalised copies (each room's last message, each user's list of rooms) compared with the
     /// engine's own answers after the import: one warning per disagreement. The copies are never imported as
     /// truth.
-    public func disagreements(with engine: Engine) -> [String] {
+    /// - Throws: ``ImportFailure`` when the engine's state cannot be read (a snapshot section).
+    public func disagreements(with engine: Engine) throws(ImportFailure) -> [String] {
+        do throws(ValidationError) {
+            return try disagreements(reading: engine)
+        } catch {
+            throw ImportFailure("comparing the export's copies with the log failed: \(error.message)")
+        }
+    }
+
+    private func disagreements(reading engine: Engine) throws(ValidationError) -> [String] {
         var warnings: [String] = []
         for (room, body) in expectedLastMessages.sorted(by: { $0.key < $1.key }) {
             let expected = body.count > 80 ? String(body.prefix(80)) : body
-            guard let last = engine.room(room)?.lastMessage else {
+            guard let last = try engine.room(room)?.lastMessage else {
                 warnings.append(
                     "room \(room): the export says its last message is '\(expected)', but it has no messages")
                 continue
@@ -114,7 +123,7 @@ extension ImportPlan {
             }
         }
         for (user, expected) in expectedRoomsByUser.sorted(by: { $0.key < $1.key }) {
-            let actual = Set(engine.rooms(user).map(\.room))
+            let actual = Set(try engine.rooms(user).map(\.room))
             let missing = expected.subtracting(actual).sorted()
             let extra = actual.subtracting(expected).sorted()
             if !missing.isEmpty {

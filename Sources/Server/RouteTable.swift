@@ -65,7 +65,12 @@ final class RouteTable: @unchecked Sendable {
         router.on(RouterPath(spec.path), method: spec.method) { request, context in
             var context = context
             context.operation = spec.operation
-            return try await handler(request, context)
+            do {
+                return try await handler(request, context)
+            } catch let error as ValidationError {
+                // A query the engine could not answer (a snapshot section it cannot read: 503), as for commands.
+                throw APIError(error)
+            }
         }
     }
 }

@@ -165,9 +165,15 @@ extension API {
 
     /// An activity-scoped command's activity, which the caller must host or be invited to: 404 otherwise.
     func requireInvolved(_ user: UserID, _ activity: ActivityID) throws(APIError) {
-        guard let view = engine.activity(activity),
-            view.host == user || view.guests.contains(where: { $0.user == user })
-        else { throw .notFound("no activity \(activity) among yours") }
+        let view: ActivityView?
+        do throws(ValidationError) {
+            view = try engine.activity(activity)
+        } catch {
+            throw APIError(error)
+        }
+        guard let view, view.host == user || view.guests.contains(where: { $0.user == user }) else {
+            throw .notFound("no activity \(activity) among yours")
+        }
     }
 
     func registerCommands(_ t: RouteTable) {

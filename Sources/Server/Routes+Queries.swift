@@ -37,35 +37,35 @@ extension API {
             }
         }
         own("/v1/me", "me", "One's own profile, with phone and email.", "Profile") { user, _ in
-            guard let profile = engine.profile(user) else {
+            guard let profile = try engine.profile(user) else {
                 throw APIError.notFound("user \(user) has not signed up (POST /v1/users)")
             }
             return profile
         }
         own("/v1/me/rooms", "rooms", "One's room list, newest activity first, with unread counts.", "RoomList") {
-            user, _ in engine.rooms(user)
+            user, _ in try engine.rooms(user)
         }
         own("/v1/me/friends", "friends", "One's friends, sorted by id.", "UserIDList") { user, _ in
-            engine.friends(user)
+            try engine.friends(user)
         }
         own("/v1/me/requests", "requests", "One's pending friend requests, oldest first.", "FriendRequests") {
-            user, _ in engine.requests(user)
+            user, _ in try engine.requests(user)
         }
         own(
             "/v1/me/connections", "connections", "Friends of friends, with mutual counts.", "ConnectionList"
-        ) { user, _ in engine.connections(user) }
+        ) { user, _ in try engine.connections(user) }
         own(
             "/v1/me/suggestions", "suggestions", "People one may know (interests, city, mutual friends).",
             "SuggestionList"
-        ) { user, _ in engine.suggestions(user) }
+        ) { user, _ in try engine.suggestions(user) }
         own("/v1/me/gratitude", "gratitude", "What one thanked others for.", "GratitudeSummary") { user, _ in
-            engine.gratitude(user)
+            try engine.gratitude(user)
         }
         own(
             "/v1/me/feed", "feed", "Activities one hosts or is invited to, soonest first, from `from` on.", "Feed",
             query: [("from", false)]
         ) { user, request in
-            engine.feed(user, from: try request.queryTime("from") ?? .min)
+            try engine.feed(user, from: try request.queryTime("from") ?? .min)
         }
 
         t.add(
@@ -76,7 +76,7 @@ extension API {
         ) { request, context in
             let viewer = try context.user()
             let user = UserID(try context.parameters.id("user"))
-            guard let profile = engine.profile(user) else { throw APIError.notFound("no user \(user)") }
+            guard let profile = try engine.profile(user) else { throw APIError.notFound("no user \(user)") }
             if viewer == user || context.identity?.isAdmin == true { return try JSONBody.response(encoding: profile) }
             return try JSONBody.response(encoding: PublicProfile(profile: profile))
         }
@@ -88,7 +88,7 @@ extension API {
         ) { request, context in
             let viewer = try context.user()
             let user = UserID(try context.parameters.id("user"))
-            guard engine.profile(user) != nil else { throw APIError.notFound("no user \(user)") }
+            guard try engine.profile(user) != nil else { throw APIError.notFound("no user \(user)") }
             return try JSONBody.response(encoding: engine.relationship(viewer, user))
         }
         t.add(
@@ -100,9 +100,9 @@ extension API {
             _ = try context.user()
             let found: UserID?
             if let phone = request.query("phone") {
-                found = engine.user(phone: phone)
+                found = try engine.user(phone: phone)
             } else if let email = request.query("email") {
-                found = engine.user(email: email)
+                found = try engine.user(email: email)
             } else {
                 throw APIError.badRequest("missingParameter", "give phone or email")
             }
@@ -116,7 +116,7 @@ extension API {
                 access: .user, status: 200, response: "RoomDetails")
         ) { request, context in
             let room = try memberRoom(request, context)
-            guard let details = engine.room(room) else { throw APIError.notFound("no room \(room)") }
+            guard let details = try engine.room(room) else { throw APIError.notFound("no room \(room)") }
             return try JSONBody.response(encoding: details)
         }
         t.add(
@@ -143,7 +143,7 @@ extension API {
         ) { request, context in
             let user = try context.user()
             let id = ActivityID(try context.parameters.id("activity"))
-            guard let view = engine.activity(id),
+            guard let view = try engine.activity(id),
                 view.host == user || view.guests.contains(where: { $0.user == user })
             else { throw APIError.notFound("no activity \(id) among yours") }
             return try JSONBody.response(encoding: view)
@@ -223,9 +223,9 @@ extension API {
                 response: "Stats")
         ) { _, context in
             _ = try context.admin()
-            let counts = engine.counts()
+            let counts = try engine.counts()
             // The digest encodes the whole state (0.6 s at a million events): not on a thread of the pool.
-            let stateDigest = await onDedicatedThread("parley-digest") { engine.stateDigest }
+            let stateDigest = try await onDedicatedThread("parley-digest") { try engine.stateDigest }
             let json =
                 "{\"activities\":\(counts.activities),\"events\":\(counts.events),\"gratitudes\":\(counts.gratitudes),"
                 + "\"head\":\(engine.store.head.rawValue),\"headDigest\":\(JSONText.quote(engine.store.headDigest)),"

@@ -257,7 +257,7 @@ public struct BenchRunner {
             parley: Figures(events: Int(folded), seconds: seconds, eventsPerSecond: Double(folded) / seconds))
         workload.note =
             "Engine.replay() over a simulated week (\(settings.replayUsers) users, seed \(settings.replaySeed), "
-            + "\(simulated.events) events) into every projection; state \(engine.stateDigest)"
+            + "\(simulated.events) events) into every projection; state \(try engine.stateDigest)"
         return (workload, engine, path)
     }
 

@@ -208,7 +208,7 @@ struct CommandWorkloads {
                 while !stop.load(ordering: .relaxed) {
                     let sender = Int.random(in: 0..<senders, using: &random)
                     if random.chance(0.5) {
-                        _ = engine.rooms(mix.user(sender))
+                        _ = try? engine.rooms(mix.user(sender))
                     } else {
                         _ = try? engine.messages(mix.room(sender), limit: 50)
                     }

@@ -27,7 +27,7 @@ import Testing
         do {
             let engine = try Engine.open(directory: directory, configuration: testConfiguration, options: options)
             for _ in 0..<600 { await driver.step(engine) }
-            digest = engine.stateDigest
+            digest = try engine.stateDigest
             head = engine.position
             try engine.close()
             #expect(engine.notes.isEmpty)
@@ -37,7 +37,7 @@ import Testing
         let reopened = try Engine.open(directory: directory, configuration: testConfiguration, options: options)
         #expect(reopened.openReport.snapshotPosition == head)
         #expect(reopened.openReport.foldedRecords == 0)
-        #expect(reopened.stateDigest == digest)
+        #expect(try reopened.stateDigest == digest)
         // Closed again with nothing new folded: no second snapshot.
         try reopened.close()
         #expect(try Self.snapshotFiles(directory) == [snapshotFileName(head)])
@@ -83,7 +83,7 @@ import Testing
             let newest = engine.snapshots.newest
             if newest > (seen.last ?? 0) { seen.append(newest) }
         }
-        let live = engine.stateDigest
+        let live = try engine.stateDigest
         let answers = try sampleAnswers(engine)
         try engine.close()
         #expect(engine.notes.isEmpty)
@@ -101,7 +101,7 @@ import Testing
         defer { try? reopened.close() }
         let loaded = try #require(reopened.openReport.snapshotPosition)
         #expect(loaded > held && loaded <= reopened.position)
-        #expect(reopened.stateDigest == live)
+        #expect(try reopened.stateDigest == live)
         #expect(try sampleAnswers(reopened) == answers)
         #expect(try reopened.replayDigest() == live)
     }
@@ -115,7 +115,7 @@ import Testing
             let engine = try Engine.open(directory: directory, configuration: testConfiguration)
             for _ in 0..<400 { await driver.step(engine) }
             try engine.writeSnapshot()
-            digest = engine.stateDigest
+            digest = try engine.stateDigest
             try engine.close()
         }
         let replaying = try Engine.open(
@@ -123,7 +123,7 @@ import Testing
         defer { try? replaying.close() }
         #expect(replaying.openReport.snapshotPosition == nil)
         #expect(replaying.openReport.foldedRecords == replaying.position.rawValue)
-        #expect(replaying.stateDigest == digest)
+        #expect(try replaying.stateDigest == digest)
     }
 
     /// A disk too full for a snapshot and a segment's worth of room for the log: nothing is written (no
@@ -174,7 +174,7 @@ import Testing
             let engine = try Engine.open(directory: directory, configuration: testConfiguration)
             for _ in 0..<300 { await driver.step(engine) }
             position = try engine.writeSnapshot()
-            digest = engine.stateDigest
+            digest = try engine.stateDigest
             try engine.close()
         }
         SystemCallFaults.inject(.read, under: directory + "/snapshot-", errno: EIO)
@@ -185,7 +185,7 @@ import Testing
         let ignored = engine.openReport.ignoredSnapshots.first ?? ""
         #expect(ignored.contains("snapshot at \(position.rawValue): unreadable"), "\(ignored)")
         #expect(ignored.contains("errno \(EIO)"), "\(ignored)")
-        #expect(engine.stateDigest == digest)
+        #expect(try engine.stateDigest == digest)
     }
 
     /// Options that only say how to start keep the engine's default of writing snapshots by itself.

@@ -140,13 +140,13 @@ import _CryptoExtras
             let signUp = try await client.call(
                 .post, "/v1/users", as: "erin", json: #"{"method":"email","email":"e@example.com","user":"dave"}"#)
             #expect(signUp.status == 201 && signUp.body.contains(#""user":"erin""#), "\(signUp.body)")
-            #expect(harness.engine.profile(UserID("dave")) == nil)
+            #expect(try harness.engine.profile(UserID("dave")) == nil)
             // A body naming another user changes only the caller.
             let patched = try await client.call(
                 .patch, "/v1/me/profile", as: "bob", json: #"{"user":"alice","name":"Bobby"}"#)
             #expect(patched.status == 200)
-            #expect(harness.engine.profile(UserID("alice"))?.name == "Alice")
-            #expect(harness.engine.profile(UserID("bob"))?.name == "Bobby")
+            #expect(try harness.engine.profile(UserID("alice"))?.name == "Alice")
+            #expect(try harness.engine.profile(UserID("bob"))?.name == "Bobby")
         }
     }
 }

@@ -147,7 +147,7 @@ import Testing
         #expect(try log.verify().isOK)
         if final.count == 2 {
             #expect(final[0]["headDigest"] as? String == log.headDigest)
-            #expect(final[0]["stateDigest"] as? String == engine.stateDigest)
+            #expect(try final[0]["stateDigest"] as? String == engine.stateDigest)
         }
         #expect(leaderKills == 5 && takeovers.count == 3)
         let sorted = takeovers.sorted()

@@ -9,7 +9,7 @@ struct QueryActivityCommand: ParsableCommand {
 
     func run() throws {
         let view = try options.withEngine { engine in
-            guard let view = engine.activity(ActivityID(activity)) else {
+            guard let view = try engine.activity(ActivityID(activity)) else {
                 throw CLIError(
                     "unknown activity '\(activity)': no ActivityHosted event introduced it (see a user's "
                         + "activities with `parley query feed --user U`)")

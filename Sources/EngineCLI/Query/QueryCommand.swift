@@ -50,7 +50,7 @@ extension Engine {
     /// - Throws: ``CLIError`` saying the user is unknown.
     func requireUser(_ id: String) throws -> UserID {
         let user = UserID(id)
-        guard profile(user) != nil else {
+        guard try profile(user) != nil else {
             throw CLIError(
                 "unknown user '\(id)': no UserRegistered event introduced it (find ids with `parley query lookup "
                     + "--phone P` or `--email E`, or `parley audit --type UserRegistered`)")

@@ -11,7 +11,7 @@ struct QueryConnectionsCommand: ParsableCommand {
 
     func run() throws {
         let connections = try options.withEngine { engine in
-            limit.apply(engine.connections(try engine.requireUser(user)))
+            limit.apply(try engine.connections(try engine.requireUser(user)))
         }
         try options.print(connections) {
             Output.table(["user", "mutual friends"], connections.map { [$0.user.rawValue, String($0.mutual)] })

@@ -14,7 +14,7 @@ struct QueryFeedCommand: ParsableCommand {
     func run() throws {
         let start = try from.map { try Output.time($0, option: "--from") } ?? .min
         let feed = try options.withEngine { engine in
-            limit.apply(engine.feed(try engine.requireUser(user), from: start))
+            limit.apply(try engine.feed(try engine.requireUser(user), from: start))
         }
         try options.print(feed) {
             Output.table(

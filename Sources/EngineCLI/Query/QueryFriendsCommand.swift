@@ -10,7 +10,7 @@ struct QueryFriendsCommand: ParsableCommand {
     func run() throws {
         let friends = try options.withEngine { engine in
             let user = try engine.requireUser(user)
-            return limit.apply(engine.friends(user)).map { ($0, engine.profile($0)?.name) }
+            return try limit.apply(try engine.friends(user)).map { ($0, try engine.profile($0)?.name) }
         }
         try options.print(friends.map(\.0)) {
             Output.table(["friend", "name"], friends.map { [$0.0.rawValue, $0.1 ?? "–"] })

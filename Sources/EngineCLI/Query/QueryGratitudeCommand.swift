@@ -11,7 +11,7 @@ struct QueryGratitudeCommand: ParsableCommand {
     @OptionGroup var limit: LimitOption
 
     func run() throws {
-        var summary = try options.withEngine { engine in engine.gratitude(try engine.requireUser(user)) }
+        var summary = try options.withEngine { engine in try engine.gratitude(try engine.requireUser(user)) }
         summary.history = limit.apply(summary.history)
         try options.print(summary) {
             print("total \(summary.total)")

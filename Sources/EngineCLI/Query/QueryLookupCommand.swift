@@ -16,8 +16,8 @@ struct QueryLookupCommand: ParsableCommand {
 
     func run() throws {
         let profile = try options.withEngine { engine -> Profile in
-            let found = phone.flatMap { engine.user(phone: $0) } ?? email.flatMap { engine.user(email: $0) }
-            guard let found, let profile = engine.profile(found) else {
+            let found = try phone.flatMap { try engine.user(phone: $0) } ?? email.flatMap { try engine.user(email: $0) }
+            guard let found, let profile = try engine.profile(found) else {
                 if let phone {
                     throw CLIError("no user signed up with phone \(phone) (phones are E.164: +14155550123)")
                 }

@@ -7,7 +7,7 @@ struct QueryProfileCommand: ParsableCommand {
     @Option(help: "The user.") var user: String
 
     func run() throws {
-        let profile = try options.withEngine { engine in engine.profile(try engine.requireUser(user)) }
+        let profile = try options.withEngine { engine in try engine.profile(try engine.requireUser(user)) }
         guard let profile else { throw CLIError("unknown user '\(user)'") }
         try options.print(profile) { profile.printFields() }
     }

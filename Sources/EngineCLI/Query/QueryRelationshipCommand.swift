@@ -11,7 +11,7 @@ struct QueryRelationshipCommand: ParsableCommand {
 
     func run() throws {
         let relationship = try options.withEngine { engine in
-            engine.relationship(try engine.requireUser(viewer), try engine.requireUser(user))
+            try engine.relationship(try engine.requireUser(viewer), try engine.requireUser(user))
         }
         try options.print(relationship) {
             Output.table(

@@ -9,7 +9,7 @@ struct QueryRequestsCommand: ParsableCommand {
     @OptionGroup var limit: LimitOption
 
     func run() throws {
-        var requests = try options.withEngine { engine in engine.requests(try engine.requireUser(user)) }
+        var requests = try options.withEngine { engine in try engine.requests(try engine.requireUser(user)) }
         requests.incoming = limit.apply(requests.incoming)
         requests.outgoing = limit.apply(requests.outgoing)
         try options.print(requests) {

@@ -9,7 +9,7 @@ struct QueryRoomCommand: ParsableCommand {
 
     func run() throws {
         let details = try options.withEngine { engine in
-            guard let details = engine.room(RoomID(room)) else { throw CLIError.unknownRoom(room) }
+            guard let details = try engine.room(RoomID(room)) else { throw CLIError.unknownRoom(room) }
             return details
         }
         try options.print(details) {

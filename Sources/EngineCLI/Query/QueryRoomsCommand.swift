@@ -10,7 +10,7 @@ struct QueryRoomsCommand: ParsableCommand {
     @OptionGroup var limit: LimitOption
 
     func run() throws {
-        let rooms = try options.withEngine { engine in limit.apply(engine.rooms(try engine.requireUser(user))) }
+        let rooms = try options.withEngine { engine in limit.apply(try engine.rooms(try engine.requireUser(user))) }
         try options.print(rooms) {
             Output.table(
                 ["room", "kind", "title", "last message", "from", "time", "unread"],

@@ -11,7 +11,7 @@ struct QuerySuggestionsCommand: ParsableCommand {
 
     func run() throws {
         let suggestions = try options.withEngine { engine in
-            limit.apply(engine.suggestions(try engine.requireUser(user)))
+            limit.apply(try engine.suggestions(try engine.requireUser(user)))
         }
         try options.print(suggestions) {
             Output.table(

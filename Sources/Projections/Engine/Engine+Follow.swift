@@ -12,9 +12,10 @@ extension Engine {
     /// Calls already handed to the store finish as the store answers them. Called again while following, it
     /// only changes the refusal (say, once the writer's address is known).
     public func follow(refusing refusal: ValidationError) {
-        load(.all)
         pipeline.withLock { $0.failure = refusal }
-        guard !isFollowing else { return }
+        // Folding into a state that lacks a snapshot section would leave it behind the rest: an engine whose
+        // sections cannot be read does not follow (its queries and commands fail with that error instead).
+        guard (try? load(.all)) != nil, !isFollowing else { return }
         let task = Task { [self] in
             while !Task.isCancelled {
                 let seen = store.head
@@ -42,7 +43,7 @@ extension Engine {
             return task
         }
         task?.cancel()
-        load(.all)
+        try load(.all)
         try sequencer.withLock { (speculative: inout ProjectionState) throws(ValidationError) in
             // Calls of an earlier term are answered (failed) before the state they were sequenced on goes.
             while !pipeline.withLock({ $0.calls.isEmpty }) { usleep(200) }

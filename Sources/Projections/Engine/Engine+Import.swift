@@ -15,10 +15,17 @@ public struct ApplyResult: Sendable, Hashable {
 
 extension Engine {
     /// Checks already-formed events (import) against every rule, in order, as if each earlier valid one had
-    /// been applied; returns every problem with its index (empty when all are valid). Appends nothing.
+    /// been applied; returns every problem with its index (empty when all are valid). Appends nothing. When the
+    /// state cannot be read (a snapshot section, see ``load(_:)``), that `.storage` error is the one problem,
+    /// without an index.
     public func validate(_ events: [EventEnvelope]) -> [ValidationError] {
         // Planned on a copy, outside the lock: a long plan must not hold up folds and other queries.
-        var scratch = query { s in copy s }
+        var scratch: ProjectionState
+        do throws(ValidationError) {
+            scratch = try query { s in copy s }
+        } catch {
+            return [error]
+        }
         return Engine.plan(events, on: &scratch, store: store).problems
     }
 
@@ -68,7 +75,11 @@ extension Engine {
     private func sequence(
         _ events: [EventEnvelope], skipInvalid: Bool, keepingValidParts: Bool
     ) throws(BatchValidationError) -> (Ticket?, ApplyResult) {
-        load(.all)
+        do throws(ValidationError) {
+            try load(.all)
+        } catch {
+            throw BatchValidationError(problems: [error])
+        }
         defer { submitQueued() }
         return try sequencer.withLock {
             (current: inout ProjectionState) throws(BatchValidationError) -> (Ticket?, ApplyResult) in

@@ -68,11 +68,11 @@ public struct LiveTouches: Sendable, Hashable {
 
 extension Engine {
     /// `user`'s row for `room` and its place in the list; nil when the room is not in the user's list.
-    public func roomRow(_ user: UserID, _ room: RoomID) -> RoomRow? { query { $0.roomRow(user, room) } }
+    public func roomRow(_ user: UserID, _ room: RoomID) -> RoomRow? { liveQuery(empty: nil) { $0.roomRow(user, room) } }
 
     /// One message of `room` as ``messages(_:before:limit:)`` shows it; nil when it is not a message of `room`.
     public func message(_ message: MessageID, in room: RoomID) -> MessageView? {
-        query { s in
+        liveQuery(empty: nil) { s in
             guard let index = s.messageIDs.index(of: message.rawValue),
                 s.rooms.index(of: room.rawValue) == s.chat.messages[Int(index)].room
             else { return nil }
@@ -83,7 +83,7 @@ extension Engine {
     /// The activity as `user`'s feed shows it; nil when it is not in their feed (cancelled, not invited,
     /// revoked, unknown). The feed's `from` bound is the client's to apply.
     public func feedItem(_ user: UserID, _ activity: ActivityID) -> FeedItem? {
-        query { s in
+        liveQuery(empty: nil) { s in
             guard let u = s.users.index(of: user.rawValue), let a = s.activityIDs.index(of: activity.rawValue) else {
                 return nil
             }
@@ -93,7 +93,7 @@ extension Engine {
 
     /// Whether `user` is a member of `room` now.
     public func isMember(_ user: UserID, of room: RoomID) -> Bool {
-        query { s in
+        liveQuery(empty: false) { s in
             guard let u = s.users.index(of: user.rawValue), let r = s.rooms.index(of: room.rawValue) else {
                 return false
             }
@@ -106,7 +106,7 @@ extension Engine {
     /// marker; the counterparts in a user's direct rooms for a profile change; the host and guests of an
     /// activity for its feed item; the user an event names when it removes them from a room.
     public func touches(of event: DomainEvent) -> LiveTouches {
-        query { s in s.touches(of: event) }
+        liveQuery(empty: LiveTouches()) { s in s.touches(of: event) }
     }
 }
 
@@ -188,11 +188,22 @@ extension ProjectionState {
 }
 
 extension Engine {
-    /// False once the store has failed (or the engine closed): commands are refused until it is reopened.
-    public var isAcceptingCommands: Bool { pipeline.withLock { $0.failure == nil } }
+    /// False once the store has failed (or the engine closed): commands are refused until it is reopened
+    /// (``recoverStore()``).
+    public var isAcceptingCommands: Bool { commandRefusal == nil }
 
-    /// Why commands are refused now (a failed store, or a follower's refusal), or nil when they are taken.
-    public var commandRefusal: ValidationError? { pipeline.withLock { $0.failure } }
+    /// Runs `body` on the durable state for a live view. Live views are for engines whose state is whole (a
+    /// server's): on one opened with ``Options/loadsSectionsLazily`` whose sections cannot be read, they answer
+    /// `empty` — and ``commandRefusal`` says why, so that a server with such an engine is not ready — where
+    /// queries throw.
+    func liveQuery<T>(empty: T, _ body: (borrowing ProjectionState) -> T) -> T {
+        guard (try? load(.all)) != nil else { return empty }
+        return durable.read(body)
+    }
+
+    /// Why commands are refused now (a failed store, a follower's refusal, a snapshot section that cannot be
+    /// read), or nil when they are taken.
+    public var commandRefusal: ValidationError? { pipeline.withLock { $0.failure } ?? sectionFailure.withLock { $0 } }
 }
 
 /// A live view read whole at one durable position: the start of a live subscription without `since`.
@@ -207,7 +218,7 @@ public struct LiveSnapshot<View: Sendable>: Sendable {
 extension Engine {
     /// `user`'s room list with each room's place, at one position.
     public func roomRowsSnapshot(_ user: UserID) -> LiveSnapshot<[RoomRow]> {
-        query { s in
+        liveQuery(empty: LiveSnapshot(view: [], position: position)) { s in
             let rows = s.roomSummaries(user).compactMap { s.roomRow(user, $0.room) }
             return LiveSnapshot(view: rows, position: Position(s.position))
         }
@@ -215,12 +226,14 @@ extension Engine {
 
     /// `user`'s invitations feed (no time bound), at one position.
     public func feedSnapshot(_ user: UserID) -> LiveSnapshot<[FeedItem]> {
-        query { s in LiveSnapshot(view: s.feed(user, from: .min), position: Position(s.position)) }
+        liveQuery(empty: LiveSnapshot(view: [], position: position)) { s in
+            LiveSnapshot(view: s.feed(user, from: .min), position: Position(s.position))
+        }
     }
 
     /// A room's newest `limit` messages, oldest first, at one position.
     public func messagesSnapshot(_ room: RoomID, limit: Int) -> LiveSnapshot<[MessageView]> {
-        query { s in
+        liveQuery(empty: LiveSnapshot(view: [], position: position)) { s in
             LiveSnapshot(
                 view: (try? s.messagePage(room, before: nil, limit: limit))?.messages ?? [],
                 position: Position(s.position))

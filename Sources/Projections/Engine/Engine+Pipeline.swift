@@ -133,7 +133,7 @@ extension Engine {
         _ plan: (borrowing ProjectionState) throws(ValidationError) -> CommandPlan
     ) throws(ValidationError) -> Ticket {
         let stamp = time ?? Timestamp.now()
-        load(.all)
+        try load(.all)
         defer { submitQueued() }
         return try sequencer.withLock { (speculative: inout ProjectionState) throws(ValidationError) -> Ticket in
             if let failure = pipeline.withLock({ $0.failure }) { throw failure }

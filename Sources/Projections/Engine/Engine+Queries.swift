@@ -3,18 +3,21 @@ import EventLog
 extension Engine {
     /// The rooms `user` is a member of now, newest activity first, with title, counterpart, last message
     /// and unread count.
-    public func rooms(_ user: UserID) -> [RoomSummary] {
-        query(needs: [.chat, .accounts, .activities]) { $0.roomSummaries(user) }
+    /// - Throws: ``ValidationError/Code/storage`` when a snapshot section it reads cannot be read.
+    public func rooms(_ user: UserID) throws(ValidationError) -> [RoomSummary] {
+        try query(needs: [.chat, .accounts, .activities]) { $0.roomSummaries(user) }
     }
 
     /// A room's kind, title, sorted members, creation time, live message count and last message; nil if unknown.
-    public func room(_ room: RoomID) -> RoomDetails? {
-        query(needs: [.chat, .accounts, .activities]) { $0.roomDetails(room) }
+    /// - Throws: ``ValidationError/Code/storage`` when a snapshot section it reads cannot be read.
+    public func room(_ room: RoomID) throws(ValidationError) -> RoomDetails? {
+        try query(needs: [.chat, .accounts, .activities]) { $0.roomDetails(room) }
     }
 
     /// The newest `limit` messages before `before` (a cursor from an earlier page; nil for the newest),
     /// oldest first.
-    /// - Throws: `.roomNotFound`, or `.undecodable` for a cursor no page returned.
+    /// - Throws: `.roomNotFound`, `.undecodable` for a cursor no page returned, or `.storage` when a snapshot section
+    ///   it reads cannot be read.
     public func messages(_ room: RoomID, before: String? = nil, limit: Int = 50) throws(ValidationError) -> MessagePage
     {
         try read(needs: [.chat, .accounts, .activities]) {
@@ -24,51 +27,75 @@ extension Engine {
     }
 
     /// A user's friends, sorted by id.
-    public func friends(_ user: UserID) -> [UserID] { query(needs: .graph) { $0.friendList(user) } }
+    /// - Throws: ``ValidationError/Code/storage`` when a snapshot section it reads cannot be read.
+    public func friends(_ user: UserID) throws(ValidationError) -> [UserID] {
+        try query(needs: .graph) { $0.friendList(user) }
+    }
 
     /// Pending incoming and outgoing friend requests, oldest first.
-    public func requests(_ user: UserID) -> FriendRequests { query(needs: .graph) { $0.friendRequests(user) } }
+    /// - Throws: ``ValidationError/Code/storage`` when a snapshot section it reads cannot be read.
+    public func requests(_ user: UserID) throws(ValidationError) -> FriendRequests {
+        try query(needs: .graph) { $0.friendRequests(user) }
+    }
 
     /// Friends of friends (not the user, not friends, not blocked either way) with mutual counts, most first.
-    public func connections(_ user: UserID) -> [Connection] {
-        query(needs: [.graph, .accounts]) { $0.connectionList(user) }
+    /// - Throws: ``ValidationError/Code/storage`` when a snapshot section it reads cannot be read.
+    public func connections(_ user: UserID) throws(ValidationError) -> [Connection] {
+        try query(needs: [.graph, .accounts]) { $0.connectionList(user) }
     }
 
     /// How `viewer` relates to `user`, with its label.
-    public func relationship(_ viewer: UserID, _ user: UserID) -> Relationship {
-        query(needs: .graph) { $0.relationship(viewer, user) }
+    /// - Throws: ``ValidationError/Code/storage`` when a snapshot section it reads cannot be read.
+    public func relationship(_ viewer: UserID, _ user: UserID) throws(ValidationError) -> Relationship {
+        try query(needs: .graph) { $0.relationship(viewer, user) }
     }
 
     /// An activity with its guests and counts; nil if unknown.
-    public func activity(_ activity: ActivityID) -> ActivityView? {
-        query(needs: [.activities, .accounts]) { $0.activityView(activity) }
+    /// - Throws: ``ValidationError/Code/storage`` when a snapshot section it reads cannot be read.
+    public func activity(_ activity: ActivityID) throws(ValidationError) -> ActivityView? {
+        try query(needs: [.activities, .accounts]) { $0.activityView(activity) }
     }
 
     /// Activities `user` hosts or is invited to, not cancelled, starting at or after `from`, soonest first.
-    public func feed(_ user: UserID, from: Int64 = .min) -> [FeedItem] {
-        query(needs: [.activities, .accounts]) { $0.feed(user, from: from) }
+    /// - Throws: ``ValidationError/Code/storage`` when a snapshot section it reads cannot be read.
+    public func feed(_ user: UserID, from: Int64 = .min) throws(ValidationError) -> [FeedItem] {
+        try query(needs: [.activities, .accounts]) { $0.feed(user, from: from) }
     }
 
     /// WagChat matches for `user`: shared interests, then same city, then mutual friends.
-    public func suggestions(_ user: UserID) -> [Suggestion] {
-        query(needs: [.graph, .accounts]) { $0.suggestionList(user) }
+    /// - Throws: ``ValidationError/Code/storage`` when a snapshot section it reads cannot be read.
+    public func suggestions(_ user: UserID) throws(ValidationError) -> [Suggestion] {
+        try query(needs: [.graph, .accounts]) { $0.suggestionList(user) }
     }
 
     /// The gratitude `user` tagged: total, per feeling, history newest first.
-    public func gratitude(_ user: UserID) -> GratitudeSummary { query(needs: .gratitude) { $0.gratitudeSummary(user) } }
+    /// - Throws: ``ValidationError/Code/storage`` when a snapshot section it reads cannot be read.
+    public func gratitude(_ user: UserID) throws(ValidationError) -> GratitudeSummary {
+        try query(needs: .gratitude) { $0.gratitudeSummary(user) }
+    }
 
     /// A registered user's profile; nil if unknown.
-    public func profile(_ user: UserID) -> Profile? { query(needs: .accounts) { $0.profile(user) } }
+    /// - Throws: ``ValidationError/Code/storage`` when a snapshot section it reads cannot be read.
+    public func profile(_ user: UserID) throws(ValidationError) -> Profile? {
+        try query(needs: .accounts) { $0.profile(user) }
+    }
 
     /// The user registered with `phone`, if any.
-    public func user(phone: String) -> UserID? { query(needs: .accounts) { $0.user(phone: phone) } }
+    /// - Throws: ``ValidationError/Code/storage`` when a snapshot section it reads cannot be read.
+    public func user(phone: String) throws(ValidationError) -> UserID? {
+        try query(needs: .accounts) { $0.user(phone: phone) }
+    }
 
     /// The user registered with `email` (case-insensitive), if any.
-    public func user(email: String) -> UserID? { query(needs: .accounts) { $0.user(email: email) } }
+    /// - Throws: ``ValidationError/Code/storage`` when a snapshot section it reads cannot be read.
+    public func user(email: String) throws(ValidationError) -> UserID? {
+        try query(needs: .accounts) { $0.user(email: email) }
+    }
 
     /// Counts of what the projections hold.
-    public func counts() -> Counts {
-        query(needs: [.accounts, .chat, .activities, .gratitude]) { s in
+    /// - Throws: ``ValidationError/Code/storage`` when a snapshot section it reads cannot be read.
+    public func counts() throws(ValidationError) -> Counts {
+        try query(needs: [.accounts, .chat, .activities, .gratitude]) { s in
             Counts(
                 events: s.position, users: s.accounts.users.lazy.filter(\.isRegistered).count,
                 rooms: s.chat.rooms.count,
@@ -94,7 +121,7 @@ extension Engine {
     }
 
     /// Matching events in position order, from the audit index (no log scan), with the events as JSON.
-    /// - Throws: ``ValidationError/Code/storage`` when the records cannot be read.
+    /// - Throws: ``ValidationError/Code/storage`` when the records (or the audit's snapshot section) cannot be read.
     public func audit(_ filter: AuditQuery) throws(ValidationError) -> [AuditEntry] {
         let records: [Record]
         if let stream = filter.stream {
@@ -113,7 +140,7 @@ extension Engine {
                         && (filter.until == nil || record.time <= filter.until!)
                 }.prefix(filter.limit))
         } else {
-            let positions = query(needs: .audit) { s in
+            let positions = try query(needs: .audit) { s in
                 s.audit.positions(
                     actor: filter.actor, type: filter.type, since: filter.since, until: filter.until,
                     after: filter.after.rawValue, limit: filter.limit)

@@ -30,7 +30,7 @@ extension Engine {
     /// Live updates of `user`'s room list: the current list first, then a new list whenever durable events
     /// change it.
     public func roomListUpdates(_ user: UserID) -> AsyncStream<[RoomSummary]> {
-        updates { [self] in rooms(user) }
+        updates { [self] in try? rooms(user) }
     }
 
     /// Live updates of a room's newest messages: the current page first, then the newest `limit` messages

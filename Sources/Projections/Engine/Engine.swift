@@ -11,8 +11,15 @@ import Synchronization
 /// state, under a readers–writer lock the sequencer never takes, so they never wait for an fdatasync and never
 /// see an event a crash could erase; a query made after a command returned sees its effect.
 public final class Engine: Sendable {
-    /// The store underneath (read it freely; append through commands or ``apply(_:skipInvalid:)``).
-    public let store: any EventStore
+    /// The store underneath (read it freely; append through commands or ``apply(_:skipInvalid:)``). After a
+    /// store failure, ``recoverStore()`` puts the reopened store here.
+    public var store: any EventStore { currentStore.withLock { $0 } }
+    /// The store, behind a lock only so that ``recoverStore()`` can replace a failed one.
+    let currentStore: PlainMutex<any EventStore>
+    /// Set while a snapshot section a query needed could neither be decoded nor rebuilt by folding the log:
+    /// queries that need it fail with it, and it refuses commands (see ``commandRefusal``) until a later try
+    /// succeeds.
+    let sectionFailure = PlainMutex<ValidationError?>(nil)
     /// The speculative state, changed only by the sequencer.
     let sequencer: PlainMutex<ProjectionState>
     /// Commands sequenced and not yet acknowledged, in position order, and the failure that stopped the engine.
@@ -88,7 +95,7 @@ public final class Engine: Sendable {
         if lazy == nil { try Engine.fold(store: store, into: &state) }
         report.foldDuration = clock.now - began
         report.foldedRecords = state.position - start
-        self.store = store
+        self.currentStore = PlainMutex(store)
         self.sequencer = PlainMutex(state)
         self.durable = ReadWriteLock(state)
         self.durablePosition = Atomic(state.position)
@@ -138,6 +145,15 @@ public final class Engine: Sendable {
         } catch {
             throw ValidationError(storage: error, doing: "closing \(store.location)")
         }
+        // A failed store that a recovery closed already closes again without a word: it still was not closed
+        // cleanly, and its next open recovers it.
+        if needsStoreRecovery, let failure = pipeline.withLock({ $0.failure }) {
+            throw ValidationError(
+                storage: EventLogError(
+                    .closed, "\(store.location) had failed and was not closed cleanly; its next open recovers it",
+                    cause: failure.storageError),
+                doing: "closing \(store.location)")
+        }
     }
 
     /// Folds every record after `state.position` up to the store's head, on the calling thread.
@@ -166,7 +182,7 @@ public final class Engine: Sendable {
     /// Blocks the calling thread (file I/O, syncs, a fold): async code calls it through `onDedicatedThread`.
     @discardableResult
     public func replay() throws(ValidationError) -> UInt64 {
-        load(.all)
+        try load(.all)
         return try sequencer.withLock { (speculative: inout ProjectionState) throws(ValidationError) -> UInt64 in
             waitUntilDurable(speculative.position)
             var fresh = ProjectionState()
@@ -193,11 +209,15 @@ public final class Engine: Sendable {
 
     /// A digest of all durable projection state (a canonical serialisation hashed with two 64-bit FNV-1a
     /// passes): equal states give equal digests, so live, replayed and snapshot + tail states can be compared.
-    public var stateDigest: String { query { $0.digest() } }
+    /// - Throws: ``ValidationError/Code/storage`` when a snapshot section cannot be read (see ``load(_:)``).
+    public var stateDigest: String {
+        get throws(ValidationError) { try query { $0.digest() } }
+    }
 
     /// ``stateDigest`` and the position of the state it digests, read together (a follower may fold on).
+    /// - Throws: as ``stateDigest``.
     public var positionedStateDigest: (position: Position, digest: String) {
-        query { (Position($0.position), $0.digest()) }
+        get throws(ValidationError) { try query { (Position($0.position), $0.digest()) } }
     }
 
     /// What the engine and its store noted in the background, oldest first, one line per kind of failure:
@@ -207,16 +227,20 @@ public final class Engine: Sendable {
 
     /// Runs `body` on the durable state (shared with other queries, never with the sequencer), once the
     /// `sections` it reads are decoded (all unless named).
+    /// - Throws: what `body` throws; ``ValidationError/Code/storage`` when a section cannot be read.
     func read<T>(
         needs sections: ProjectionSections = .all, _ body: (borrowing ProjectionState) throws(ValidationError) -> T
     ) throws(ValidationError) -> T {
-        load(sections)
+        try load(sections)
         return try durable.read(body)
     }
 
-    /// ``read(needs:_:)`` for queries that cannot fail.
-    func query<T>(needs sections: ProjectionSections = .all, _ body: (borrowing ProjectionState) -> T) -> T {
-        load(sections)
+    /// ``read(needs:_:)`` for a `body` that cannot fail.
+    /// - Throws: ``ValidationError/Code/storage`` when a section cannot be read.
+    func query<T>(needs sections: ProjectionSections = .all, _ body: (borrowing ProjectionState) -> T)
+        throws(ValidationError) -> T
+    {
+        try load(sections)
         return durable.read(body)
     }
 }

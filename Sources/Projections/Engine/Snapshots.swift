@@ -214,9 +214,14 @@ extension Engine {
     /// Decodes the sections in `needed` that the snapshot the engine opened on still holds undecoded (see
     /// ``Options/loadsSectionsLazily``); returns at once when they are decoded. A section that cannot be read
     /// or fails its checksum is noted, and the whole log is folded instead, as a replay.
-    func load(_ needed: ProjectionSections) {
+    ///
+    /// When the log cannot be folded either, the sections stay undecoded and the failure is kept in
+    /// `sectionFailure` (commands are refused with it, so a server's readiness check fails) until a later call
+    /// succeeds: the sections decoded before still answer their queries.
+    /// - Throws: ``ValidationError/Code/storage`` naming the snapshot and why neither way worked.
+    func load(_ needed: ProjectionSections) throws(ValidationError) {
         guard missingSections.load(ordering: .acquiring) & needed.rawValue != 0 else { return }
-        lazySections.withLock { lazy in
+        try lazySections.withLock { (lazy: inout Snapshots.Sections?) throws(ValidationError) in
             guard var sections = lazy else { return }
             let wanted = sections.missing.intersection(needed)
             guard !wanted.isEmpty else { return }
@@ -233,22 +238,28 @@ extension Engine {
                 sections.missing.subtract(wanted)
             } catch {
                 let position = sections.header.position
-                snapshots.note(
-                    "the snapshot at \(position) could not be read (\(error.description)): the whole log was folded "
-                        + "instead", key: "lazy section")
                 var fresh = ProjectionState()
                 do throws(ValidationError) {
                     try Engine.fold(store: store, into: &fresh)
                 } catch let failure {
-                    fatalError(
-                        "the snapshot at \(position) could not be read (\(error.description)) and the log could not "
-                            + "be folded instead: \(failure.message)")
+                    var refusal = ValidationError(
+                        .storage,
+                        "the snapshot at \(position) could not be read (\(error.description)), and the log could "
+                            + "not be folded instead (\(failure.message)): what needs that part of the state fails "
+                            + "until one of them can be read")
+                    refusal.storageError = failure.storageError
+                    sectionFailure.withLock { $0 = refusal }
+                    throw refusal
                 }
+                snapshots.note(
+                    "the snapshot at \(position) could not be read (\(error.description)): the whole log was folded "
+                        + "instead", key: "lazy section")
                 sequencer.withLock { $0 = fresh }
                 durable.write { $0 = fresh }
                 durablePosition.store(fresh.position, ordering: .releasing)
                 sections.missing = []
             }
+            sectionFailure.withLock { $0 = nil }
             missingSections.store(sections.missing.rawValue, ordering: .releasing)
             lazy = sections.missing.isEmpty ? nil : sections
         }
@@ -276,7 +287,7 @@ extension Engine {
     private func encodeSnapshot() throws(ValidationError) -> (bytes: [UInt8], position: UInt64) {
         snapshots.holdsCopy.store(true, ordering: .releasing)
         defer { snapshots.holdsCopy.store(false, ordering: .releasing) }
-        let copy = query { (s: borrowing ProjectionState) -> ProjectionState in copy s }
+        let copy = try query { (s: borrowing ProjectionState) -> ProjectionState in copy s }
         var id = EventID(high: 0, low: 0)
         if copy.position > 0 {
             let record: Record?

@@ -1,5 +1,4 @@
 import Foundation
-import Testing
 
 #if canImport(Glibc)
     import Glibc
@@ -9,13 +8,13 @@ import Testing
 ///
 /// Mounting needs root (CAP_SYS_ADMIN): tests that use it are enabled only when ``isAvailable`` says a mount
 /// works here, and are skipped with that note otherwise.
-final class SmallFileSystem {
+public final class SmallFileSystem {
     /// Where it is mounted.
-    let path: String
+    public let path: String
     private var isMounted = true
 
     /// Whether a tmpfs can be mounted here (tried once: root, and a system that lets root mount).
-    static let isAvailable: Bool = {
+    public static let isAvailable: Bool = {
         guard getuid() == 0, let probe = try? SmallFileSystem(megabytes: 1) else { return false }
         probe.unmount()
         return true
@@ -23,20 +22,20 @@ final class SmallFileSystem {
 
     /// Mounts a tmpfs of `megabytes` on a new directory under the temporary directory.
     /// - Throws: when the directory cannot be made or `mount` fails.
-    init(megabytes: Int) throws {
+    public init(megabytes: Int) throws {
         path = FileManager.default.temporaryDirectory.appendingPathComponent("parley-tmpfs-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         let status = try Self.run(["mount", "-t", "tmpfs", "-o", "size=\(megabytes)m,mode=0700", "tmpfs", path])
         guard status == 0 else {
             try? FileManager.default.removeItem(atPath: path)
-            throw CLITestError("mount -t tmpfs on \(path) failed (exit \(status))")
+            throw MountError(description: "mount -t tmpfs on \(path) failed (exit \(status))")
         }
     }
 
     deinit { unmount() }
 
     /// Unmounts it and removes the directory; harmless twice.
-    func unmount() {
+    public func unmount() {
         guard isMounted else { return }
         isMounted = false
         // Lazily: a process the test failed to stop must not keep the mount (and the test) alive.
@@ -46,14 +45,14 @@ final class SmallFileSystem {
 
     /// Fills it with a file `name` of `bytes` bytes (the filler a test deletes to free space); returns its path.
     @discardableResult
-    func fill(_ name: String, bytes: Int) throws -> String {
+    public func fill(_ name: String, bytes: Int) throws -> String {
         let file = path + "/" + name
         try Data(count: bytes).write(to: URL(fileURLWithPath: file))
         return file
     }
 
     /// Bytes free on it now.
-    var freeBytes: Int {
+    public var freeBytes: Int {
         var info = statvfs()
         guard statvfs(path, &info) == 0 else { return 0 }
         return Int(info.f_bavail) * Int(info.f_frsize)
@@ -69,4 +68,9 @@ final class SmallFileSystem {
         process.waitUntilExit()
         return process.terminationStatus
     }
+}
+
+/// `mount` failed.
+public struct MountError: Error, CustomStringConvertible {
+    public var description: String
 }
