@@ -41,7 +41,10 @@ let package = Package(
         ),
         .target(
             name: "Projections",
-            dependencies: ["EventLog", .product(name: "DequeModule", package: "swift-collections")]
+            dependencies: [
+                "EventLog", .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
         ),
         .target(name: "Interchange", dependencies: ["Projections", "EventLog"]),
         .target(name: "Workloads", dependencies: ["Projections", "EventLog", "ReplicatedLog"]),

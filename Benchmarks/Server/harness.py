@@ -105,28 +105,30 @@ def sign_up(base, tokens, workers=8):
 
 
 def create_rooms(base, tokens, rooms, workers=8):
-    """Creates each group room {room: [members…]}; the first member creates it with the others."""
+    """Creates each group room {name: [members…]}; the first member creates it with the others. The server makes
+    each room's id from its creator and the client's name for it: returns {name: room id}."""
 
     def one(item):
-        room, members = item
-        body = {"room": room, "name": f"Room {room}", "members": members[1:]}
+        name, members = item
+        body = {"room": name, "name": f"Room {name}", "members": members[1:]}
         answer = expect(base, "POST", "/v1/rooms", tokens[members[0]], body, status=(201,))
-        assert answer["room"] == room, answer
+        return name, answer["room"]
 
     with ThreadPoolExecutor(workers) as pool:
-        list(pool.map(one, rooms.items()))
+        return dict(pool.map(one, rooms.items()))
 
 
 def seed(base, secret_file, parley, users, room_size, prefix="u", how="parley"):
-    """`users` users `<prefix>0001…` in rooms `<prefix>r001…` of `room_size` members (in order).
-    Returns (tokens {user: token}, rooms {room: [members]}, room_of {user: room})."""
+    """`users` users `<prefix>0001…` in rooms named `<prefix>r001…` of `room_size` members (in order).
+    Returns (tokens {user: token}, rooms {room id: [members]}, room_of {user: room id})."""
     names = [f"{prefix}{i:04d}" for i in range(1, users + 1)]
     tokens = mint_tokens(names, secret_file, parley, how)
     sign_up(base, tokens)
-    rooms = {}
+    named = {}
     for start in range(0, users, room_size):
-        rooms[f"{prefix}r{start // room_size + 1:03d}"] = names[start:start + room_size]
-    create_rooms(base, tokens, rooms)
+        named[f"{prefix}r{start // room_size + 1:03d}"] = names[start:start + room_size]
+    ids = create_rooms(base, tokens, named)
+    rooms = {ids[name]: members for name, members in named.items()}
     room_of = {user: room for room, members in rooms.items() for user in members}
     return tokens, rooms, room_of
 

@@ -357,10 +357,10 @@ result             {'OK' if not problems else 'PROBLEMS: ' + '; '.join(problems)
 async def check_resume(args):
     url = args.url.rstrip("/")
     live_url = "ws" + url[len("http"):] + "/v1/live"
-    reader, writer, room = "resumer", "resumew", "resume1"
+    reader, writer = "resumer", "resumew"
     tokens = harness.mint_tokens([reader, writer], args.secret_file, args.parley, args.tokens)
     harness.sign_up(url, tokens)
-    harness.create_rooms(url, tokens, {room: [writer, reader]})
+    room = harness.create_rooms(url, tokens, {"resume1": [writer, reader]})["resume1"]
     total = min(args.resume_messages, 500)
     topic = f"room:{room}"
 

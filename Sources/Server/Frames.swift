@@ -40,10 +40,10 @@ enum Frames {
         return frame(.feed(user), "activity", at: position, "\"item\":\(json(item))")
     }
 
-    /// The whole current view of `topic`, read at one durable position P. Its frames carry no position (a
-    /// client cut off in the middle of it has nothing to resume from, and subscribes again without `since`);
-    /// the `caughtUp` after them carries P.
-    static func snapshot(of topic: Topic, engine: Engine) -> (frames: [String], position: UInt64) {
+    /// The whole current view of `topic` as `viewer` sees it, read at one durable position P. Its frames carry no
+    /// position (a client cut off in the middle of it has nothing to resume from, and subscribes again without
+    /// `since`); the `caughtUp` after them carries P.
+    static func snapshot(of topic: Topic, engine: Engine, viewer: UserID) -> (frames: [String], position: UInt64) {
         switch topic {
         case .rooms(let user):
             let snapshot = engine.roomRowsSnapshot(user)
@@ -55,7 +55,7 @@ enum Frames {
                 snapshot.position.rawValue
             )
         case .messages(let room):
-            let snapshot = engine.messagesSnapshot(room, limit: 50)
+            let snapshot = engine.messagesSnapshot(room, limit: 50, viewer: viewer)
             return (
                 snapshot.view.map { message($0, in: room, change: .added, at: nil) }, snapshot.position.rawValue
             )

@@ -349,7 +349,10 @@ final class LiveHub: Sendable {
                 at: position)
         }
         if let touch = touches.message {
-            let subscribers = subscribers(of: .messages(touch.room))
+            // A block hides the message from some members: they get no frame for it.
+            let subscribers = subscribers(of: .messages(touch.room)).filter {
+                !touch.hiddenFrom.contains($0.connection.user)
+            }
             if !subscribers.isEmpty, let view = engine.message(touch.message, in: touch.room) {
                 deliver(
                     Frames.message(view, in: touch.room, change: touch.change, at: position), to: subscribers,
@@ -424,7 +427,7 @@ final class LiveHub: Sendable {
             }
             through = since
         } else if let since = request.since, hub - since <= configuration.catchUpLimit,
-            let changes = changes(of: request.topic, after: since, through: hub),
+            let changes = changes(of: request.topic, for: connection.user, after: since, through: hub),
             changes.reduce(0, { $0 + $1.utf8.count }) <= connection.byteLimit / 2
         {
             frames = changes
@@ -432,7 +435,7 @@ final class LiveHub: Sendable {
             // No `since`, or too far behind to replay what changed: the current view (at one position, which
             // only `caughtUp` carries: a client cut off during it subscribes again without `since`).
             reset = request.since != nil
-            (frames, through) = Frames.snapshot(of: request.topic, engine: engine)
+            (frames, through) = Frames.snapshot(of: request.topic, engine: engine, viewer: connection.user)
         }
         frames.append(Frames.caughtUp(request.topic, at: through, reset: reset))
         // Only `caughtUp` moves the connection's position: a catch-up's changes come in the order of their
@@ -452,9 +455,9 @@ final class LiveHub: Sendable {
 
     /// The frames that bring a client at `since` to `hub` for `topic`: one per thing the events in between
     /// touched (a room row, a message, a feed item), as it is now, labelled with the position of the last
-    /// event that touched it, in position order. Nil when too many messages changed (the client is sent the
-    /// current page instead).
-    private func changes(of topic: Topic, after since: UInt64, through hub: UInt64) -> [String]? {
+    /// event that touched it, in position order, as `user` sees it. Nil when too many messages changed (the client
+    /// is sent the current page instead).
+    private func changes(of topic: Topic, for user: UserID, after since: UInt64, through hub: UInt64) -> [String]? {
         var rooms: [RoomID: UInt64] = [:]
         var messages: [MessageID: (position: UInt64, change: LiveTouches.MessageChange)] = [:]
         var activities: [ActivityID: UInt64] = [:]
@@ -492,7 +495,7 @@ final class LiveHub: Sendable {
         case .messages(let room):
             guard messages.count <= 200 else { return nil }
             return messages.sorted { $0.value.position < $1.value.position }.compactMap { entry in
-                engine.message(entry.key, in: room).map {
+                engine.message(entry.key, in: room, viewer: user).map {
                     Frames.message($0, in: room, change: entry.value.change, at: entry.value.position)
                 }
             }

@@ -122,7 +122,9 @@ enum OpenAPI {
             let notYours = "the act is someone else's (notAMember, notTheSender, notTheHost, wrongActor)."
             errors[403] = spec.access == .admin ? "Not an admin token, or " + notYours : "Refused: " + notYours
             errors[404] = "No such user, room, message, activity or feeling."
-            errors[409] = "The id is taken, the direct room exists, or the Idempotency-Key was used for another call."
+            errors[409] =
+                "The id is taken, the direct room exists, the user is a member already, or the Idempotency-Key was "
+                + "used for another call."
             errors[413] = "The body is over 1 MiB, or the event would be too large."
             errors[503] = "The server is stopping or the store failed; retry (on another node)."
         } else {
@@ -247,6 +249,12 @@ enum OpenAPI {
 
     private static func requestSchemas() -> JSON {
         let optionalString = nullable(string)
+        let clientRoomID = nullable([
+            "type": "string",
+            "description":
+                "The client's own id for the room it creates; the room's id is made from it and the caller (a retry "
+                + "with it answers the first result), so it never says whether someone else's room exists.",
+        ])
         return [
             "SignUpBody": body(
                 [
@@ -268,11 +276,12 @@ enum OpenAPI {
                 ], required: ["url"]),
             "FriendRequestBody": body(["to": string], required: ["to"]),
             "GroupBody": body(
-                ["room": optionalString, "name": string, "members": array(string)], required: ["name", "members"]),
+                ["room": clientRoomID, "name": string, "members": array(string)], required: ["name", "members"]),
+            "MemberBody": body(["user": string], required: ["user"]),
             "MessageBody": body([
                 "id": optionalString, "kind": nullable(enumeration(MessageKind.self)), "body": optionalString,
                 "media": nullable(ref("Media")), "replyTo": optionalString,
-                "room": optionalString,  // direct messages only: the id of the room the first message creates
+                "room": clientRoomID,  // direct messages only: the room the first message creates
             ]),
             "EditBody": body(["body": string], required: ["body"]),
             "ReadBody": body(["upTo": optionalString]),
@@ -280,7 +289,7 @@ enum OpenAPI {
                 [
                     "id": optionalString, "kind": enumeration(ActivityKind.self), "title": string,
                     "description": optionalString, "startsAt": time, "endsAt": nullable(time),
-                    "place": optionalString, "room": optionalString,
+                    "place": optionalString, "room": clientRoomID,
                 ], required: ["kind", "title", "startsAt"]),
             "ActivityPatchBody": body([
                 "title": optionalString, "description": optionalString, "startsAt": nullable(time),

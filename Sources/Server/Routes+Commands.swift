@@ -27,10 +27,13 @@ struct ProfileBody: Decodable {
 struct FriendRequestBody: Decodable { var to: String }
 
 struct GroupBody: Decodable {
+    /// The client's own id for the room: the room's id is made from it and the caller (``RoomID/named(_:by:kind:)``).
     var room: String?
     var name: String
     var members: [String]
 }
+
+struct MemberBody: Decodable { var user: String }
 
 struct MessageBody: Decodable {
     var id: String?
@@ -118,12 +121,12 @@ extension API {
                 return .init(status: error.status, body: error.body, headers: error.headers)
             } catch let error as ValidationError {
                 let mapped = APIError(error)
-                // A follower's refusal is its role, not a failing store: counted as the client sees it.
-                if error.code == .storage, mapped.code != "notWriter" {
-                    metrics.recordCommand(operation, .storageError(error.storageError?.code.name ?? "storage"))
                 if let detail = mapped.logDetail {
                     logger.error("command failed", metadata: ["error": "\(detail)", "path": "\(request.uri.path)"])
                 }
+                // A follower's refusal is its role, not a failing store: counted as the client sees it.
+                if error.code == .storage, mapped.code != "notWriter" {
+                    metrics.recordCommand(operation, .storageError(error.storageError?.code.name ?? "storage"))
                 } else {
                     metrics.recordCommand(operation, .rejected(mapped.code))
                 }
@@ -296,18 +299,35 @@ extension API {
             try await command(request, context, status: .created) { user, body in
                 let b = try JSONBody.decode(GroupBody.self, from: body)
                 let room = try await engine.createGroup(
-                    b.room.map(RoomID.init), by: user, name: b.name, members: b.members.map(UserID.init))
+                    clientID: b.room, by: user, name: b.name, members: b.members.map(UserID.init))
                 return "{\"room\":\(JSONText.quote(room.rawValue))}"
             }
         }
         t.add(
             RouteSpec(
-                method: .put, path: "/v1/rooms/:room/members/me", operation: "joinRoom", summary: "Join a group room.",
+                method: .post, path: "/v1/rooms/:room/members", operation: "addMember",
+                summary: "Add someone to a group room one is a member of: the only way into a group.",
+                access: .user, body: "MemberBody", status: 201, response: "PositionResult", idempotent: true)
+        ) { request, context in
+            let room = RoomID(try context.parameters.id("room"))
+            return try await command(request, context, status: .created) { user, body in
+                try requireMember(user, room)
+                let b = try JSONBody.decode(MemberBody.self, from: body)
+                return Answers.position(try await engine.addMember(UserID(b.user), to: room, by: user))
+            }
+        }
+        t.add(
+            RouteSpec(
+                method: .put, path: "/v1/rooms/:room/members/me", operation: "joinRoom",
+                summary:
+                    "Joining by oneself lets no one in (a group is joined by being added): 409 alreadyMember for a "
+                    + "member, 404 for anyone else.",
                 access: .user, status: 200, response: "PositionResult", idempotent: true)
         ) { request, context in
             let room = RoomID(try context.parameters.id("room"))
             return try await command(request, context) { user, _ in
-                Answers.position(try await engine.join(room, user: user))
+                try requireMember(user, room)
+                return Answers.position(try await engine.join(room, user: user))
             }
         }
         t.add(
@@ -348,10 +368,14 @@ extension API {
             let recipient = UserID(try context.parameters.id("user"))
             return try await command(request, context, status: .created) { user, body in
                 let b = try JSONBody.decode(MessageBody.self, from: body)
+                // The client's id for the room the first message makes, in the caller's own namespace.
+                let room = try b.room.map { clientID throws(ValidationError) in
+                    try engine.roomID(named: clientID, by: user, kind: .direct)
+                }
                 return Answers.sent(
                     try await engine.sendMessage(
                         from: user, to: recipient, kind: b.kind ?? .text, body: b.body, media: b.media,
-                        message: b.id.map(MessageID.init), room: b.room.map(RoomID.init)))
+                        message: b.id.map(MessageID.init), room: room))
             }
         }
         t.add(
@@ -420,9 +444,12 @@ extension API {
                 let b = try JSONBody.decode(ActivityBody.self, from: body)
                 let startsAt = try Times.parse(b.startsAt, field: "startsAt")
                 let endsAt = try Times.parse(optional: b.endsAt, field: "endsAt")
+                let room = try b.room.map { clientID throws(ValidationError) in
+                    try engine.roomID(named: clientID, by: user, kind: .activity)
+                }
                 let id = try await engine.hostActivity(
                     b.id.map(ActivityID.init), host: user, kind: b.kind, title: b.title, description: b.description,
-                    startsAt: startsAt, endsAt: endsAt, place: b.place, room: b.room.map(RoomID.init))
+                    startsAt: startsAt, endsAt: endsAt, place: b.place, room: room)
                 return "{\"activity\":\(JSONText.quote(id.rawValue))}"
             }
         }

@@ -116,7 +116,9 @@ extension API {
                 access: .user, status: 200, response: "RoomDetails")
         ) { request, context in
             let room = try memberRoom(request, context)
-            guard let details = try engine.room(room) else { throw APIError.notFound("no room \(room)") }
+            guard let details = try engine.room(room, viewer: try context.user()) else {
+                throw APIError.notFound("no room \(room)")
+            }
             return try JSONBody.response(encoding: details)
         }
         t.add(
@@ -130,7 +132,8 @@ extension API {
             let limit = try request.query("limit", in: 1...500) ?? 50
             do {
                 return try JSONBody.response(
-                    encoding: try engine.messages(room, before: request.query("before"), limit: Int(limit)))
+                    encoding: try engine.messages(
+                        room, before: request.query("before"), limit: Int(limit), viewer: try context.user()))
             } catch let error as ValidationError {
                 throw error.code == .undecodable ? APIError.badRequest("invalidCursor", error.message) : APIError(error)
             }

@@ -54,7 +54,12 @@ struct RandomDriver {
                 let room = try await engine.createGroup(
                     by: user(), name: "G\(random.next() % 5)", members: [user(), user()], time: time)
                 rooms.append(room)
-            case 12: try await engine.join(pick(rooms) ?? "none", user: user(), time: time)
+            case 12:
+                if chance(80) {
+                    try await engine.addMember(user(), to: pick(rooms) ?? "none", by: user(), time: time)
+                } else {
+                    try await engine.join(pick(rooms) ?? "none", user: user(), time: time)
+                }
             case 13: try await engine.leave(pick(rooms) ?? "none", user: user(), time: time)
             case 14, 15, 16:
                 let sent = try await engine.sendMessage(
@@ -132,7 +137,9 @@ func sampleAnswers(_ engine: Engine) throws -> String {
         out += "|\(gratitude.total)|\(gratitude.byFeeling.sorted { $0.key < $1.key })|\(gratitude.history)"
         out += "|\(String(describing: try engine.profile(user)))\n"
     }
-    for room in try engine.rooms("u1").prefix(3) { out += "\(try engine.messages(room.room, limit: 5))\n" }
+    for room in try engine.rooms("u1").prefix(3) {
+        out += "\(try engine.messages(room.room, limit: 5, viewer: "u1"))\n"
+    }
     return out
 }
 

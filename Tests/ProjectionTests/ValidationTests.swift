@@ -223,7 +223,7 @@ import Testing
 
     @Test func onlyGroupRoomsAreJoinedOrLeft() async throws {
         try await withWorld { e in
-            await expectRejected(e, .notAGroupRoom) { try await e.join("d1", user: "cal") }
+            await expectRejected(e, .notAGroupRoom) { try await e.join("d1", user: "ann") }
             await expectRejected(e, .notAGroupRoom) { try await e.leave("d1", user: "ann") }
             await expectRejected(e, .notAGroupRoom) { try await e.leave("act1-chat", user: "ben") }
         }
@@ -241,7 +241,7 @@ import Testing
             await expectRejected(e, .notAMember) { try await e.sendMessage(in: "d1", from: "cal", body: "hi") }
             await expectRejected(e, .notAMember) { try await e.markRead("d1", user: "cal", upTo: "m1") }
             await expectRejected(e, .notAMember) { try await e.leave("g1", user: "cal") }
-            try await e.join("g1", user: "cal")
+            try await e.addMember("cal", to: "g1", by: "ben")
             try await e.sendMessage(in: "g1", from: "cal", body: "thanks")
             try await e.leave("g1", user: "cal")
             await expectRejected(e, .notAMember) { try await e.sendMessage(in: "g1", from: "cal", body: "again") }

@@ -163,7 +163,8 @@ import Testing
     /// (so that it lands once) until a node acknowledges it, following `Parley-Writer` on a 503.
     static func send(as sender: Int, ports: [Int], into senders: Senders) async {
         guard let authorization = try? await "Bearer " + token("u\(sender)") else { return }
-        let room = "r\(sender / 16)"
+        // The server makes each room's id from its creator and the client's own id for it.
+        let room = RoomID.named("r\(sender / 16)", by: UserID("u\(sender / 16 * 16)"), kind: .group).rawValue
         var port = ports[sender % 2]
         var client = try? HTTPWire(port: port)
         var number = 0

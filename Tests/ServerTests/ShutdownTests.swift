@@ -97,10 +97,13 @@ struct CLIFailure: Error, CustomStringConvertible {
         let room = try await Self.post(
             setup, "/v1/rooms", user: "u0", json: #"{"room":"load","name":"Load","members":[\#(members)]}"#)
         #expect(room.status == 201)
+        // The server makes the room's id from its creator and the client's own id for it.
+        let load = RoomID.named("load", by: "u0", kind: .group).rawValue
+        #expect(room.body == #"{"room":"\#(load)"}"#)
 
         // A live client, to be closed with 1001 when the server stops.
         let watcher = try await WebSocketWire(port: server.port, token: try await token("u1"))
-        try await watcher.subscribe("room:load")
+        try await watcher.subscribe("room:\(load)")
         let acknowledged = PlainMutex<[String]>([])
         let refused = PlainMutex<[Int]>([])
         let port = server.port
@@ -113,7 +116,7 @@ struct CLIFailure: Error, CustomStringConvertible {
                         let id = "u\(sender)-\(index)"
                         guard
                             let answer = try? await client.request(
-                                .post, "/v1/rooms/load/messages",
+                                .post, "/v1/rooms/\(load)/messages",
                                 headers: [.authorization: authorization, .contentType: "application/json"],
                                 body: #"{"id":"\#(id)","body":"load \#(index)"}"#)
                         else { return }
@@ -154,7 +157,7 @@ struct CLIFailure: Error, CustomStringConvertible {
         #expect(log.openReport.notes.isEmpty && log.openReport.droppedRecords == 0)
         let engine = try Engine(store: log)
         defer { try? engine.close() }
-        let missing = ids.filter { engine.message(MessageID($0), in: RoomID("load")) == nil }
+        let missing = ids.filter { engine.message(MessageID($0), in: RoomID(load)) == nil }
         #expect(missing.isEmpty, "\(missing.count) acknowledged messages missing, first \(missing.prefix(3))")
     }
 }

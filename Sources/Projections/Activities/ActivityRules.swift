@@ -49,6 +49,10 @@ extension GuestsInvited {
             if guestIndex == record.host || record.guestIndex(guestIndex) != nil || !seen.insert(guestIndex).inserted {
                 throw ValidationError(.alreadyInvited, "user \(guest) is already invited to activity \(activity)")
             }
+            if state.graph.isBlocked(record.host, guestIndex) {
+                throw ValidationError(
+                    .blocked, "users \(state.users[record.host]) and \(guest): one has blocked the other")
+            }
             if !state.isFriendOrConnection(guestIndex, of: record.host) {
                 throw ValidationError(
                     .notFriendOrConnection,
@@ -136,12 +140,13 @@ extension ProjectionState {
     }
 
     /// The guests of `invitation` who may be invited, as an invitation of its own, and a problem for each one left
-    /// out (an unknown user, one already invited or named twice, one neither a friend nor a connection of the
-    /// host). Nil when the invitation fails as a whole (the activity, its host) or no guest may be invited.
+    /// out (an unknown user, one already invited or named twice, one blocked by the host or who blocked them, one
+    /// neither a friend nor a connection of the host). Nil when the invitation fails as a whole (the activity, its
+    /// host) or no guest may be invited.
     func invitableGuests(of invitation: GuestsInvited, actor: String) -> (
         invitation: GuestsInvited, dropped: [ValidationError]
     )? {
-        let guestRules: Set<ValidationError.Code> = [.userNotFound, .alreadyInvited, .notFriendOrConnection]
+        let guestRules: Set<ValidationError.Code> = [.userNotFound, .alreadyInvited, .blocked, .notFriendOrConnection]
         var kept: [UserID] = []
         var named: Set<UserID> = []
         var dropped: [ValidationError] = []

@@ -46,7 +46,8 @@ public struct RoomCreated: CatalogueEvent {
     }
 }
 
-/// `user` joined a group room. Actor: `user`.
+/// `user` joined a group room by themself. Actor: `user`. Kept so that older logs read and fold as they did;
+/// the rules now refuse it (a group is joined by being added, ``MemberAdded``).
 public struct MemberJoined: CatalogueEvent {
     /// The event type name in the log.
     public static let typeName = "MemberJoined"
@@ -76,6 +77,44 @@ public struct MemberJoined: CatalogueEvent {
     init(reading reader: inout ByteReader, version: UInt8) throws(ByteReaderError) {
         room = RoomID(try reader.string())
         user = UserID(try reader.string())
+    }
+}
+
+/// A member of a group room, `by`, added `user` to it. Actor: `by`. Stream: `room:<room>`.
+public struct MemberAdded: CatalogueEvent {
+    /// The event type name in the log.
+    public static let typeName = "MemberAdded"
+    /// The event type's stable code, its place in ``DomainEvent/eventTypes``.
+    public static let code = 25
+    /// The payload schema version this build writes.
+    public static let schemaVersion: UInt8 = 1
+    /// The room.
+    public var room: RoomID
+    /// The user added.
+    public var user: UserID
+    /// The member who added them.
+    public var by: UserID
+    /// Makes a value from its fields.
+    public init(room: RoomID, user: UserID, by: UserID) {
+        self.room = room
+        self.user = user
+        self.by = by
+    }
+    /// The stream: `room:<room>`.
+    public var stream: String { "room:\(room.rawValue)" }
+    /// The actor named by the payload: the member who added, `by`.
+    public var payloadActor: String? { by.rawValue }
+    /// This payload as a ``DomainEvent``.
+    public var event: DomainEvent { .memberAdded(self) }
+    func write(to writer: inout ByteWriter) {
+        writer.string(room.rawValue)
+        writer.string(user.rawValue)
+        writer.string(by.rawValue)
+    }
+    init(reading reader: inout ByteReader, version: UInt8) throws(ByteReaderError) {
+        room = RoomID(try reader.string())
+        user = UserID(try reader.string())
+        by = UserID(try reader.string())
     }
 }
 

@@ -23,6 +23,15 @@ extension MemberJoined {
     }
 }
 
+extension MemberAdded {
+    func apply(to state: inout ProjectionState, position: UInt64, time: Int64) {
+        // The same membership as a join: the member's read marker starts here, so earlier messages are not unread.
+        let member = state.user(user)
+        guard let roomIndex = state.rooms.index(of: room.rawValue) else { return }
+        state.chat.addMember(member, to: roomIndex, position: position)
+    }
+}
+
 extension MemberLeft {
     func apply(to state: inout ProjectionState, position: UInt64, time: Int64) {
         let member = state.user(user)
@@ -39,7 +48,8 @@ extension MessageSent {
         guard isNew else { return }
         state.chat.sent(
             message: messageIndex, room: roomIndex, sender: senderIndex, kind: kind, body: body, media: media,
-            replyTo: replyTo?.rawValue, position: position, time: time)
+            replyTo: replyTo?.rawValue, position: position, time: time,
+            blockers: state.graph.blockedBy[Int(senderIndex)])
     }
 }
 
@@ -53,7 +63,7 @@ extension MessageEdited {
 extension MessageDeleted {
     func apply(to state: inout ProjectionState, position: UInt64, time: Int64) {
         guard let index = state.messageIDs.index(of: message.rawValue) else { return }
-        state.chat.deleted(index)
+        state.chat.deleted(index, graph: state.graph)
     }
 }
 
@@ -64,7 +74,7 @@ extension MessagesRead {
             let messageIndex = state.messageIDs.index(of: upTo.rawValue),
             state.chat.messages[Int(messageIndex)].room == roomIndex
         else { return }
-        state.chat.read(room: roomIndex, user: reader, upTo: messageIndex)
+        state.chat.read(room: roomIndex, user: reader, upTo: messageIndex, graph: state.graph)
     }
 }
 

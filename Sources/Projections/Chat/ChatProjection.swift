@@ -5,7 +5,8 @@ struct Member: Equatable {
     var user: Int32
     /// Position up to which the member has read; starts where they became a member, only moves forward.
     var readMarker: UInt64
-    /// Messages after the marker, by others, not deleted (kept incrementally).
+    /// Messages after the marker, by others, not deleted, not hidden from the member by a block (kept
+    /// incrementally).
     var unread: Int32
     /// The position of the member's latest `RoomHidden`, or 0: the room is out of their list while its
     /// newest message is older than this.
@@ -51,9 +52,12 @@ struct MessageRecord: Equatable {
 
 /// Rooms, membership with read markers and unread counts, messages, and each user's set of rooms.
 ///
-/// Folds: `RoomCreated`, `MemberJoined`, `MemberLeft`, `MessageSent`, `MessageEdited`, `MessageDeleted`,
-/// `MessagesRead`, and `ActivityHosted` (which creates the activity's room); activity room membership is
-/// synchronised from the activities projection after `GuestsInvited`, `InvitationRevoked` and `RSVPGiven`.
+/// Folds: `RoomCreated`, `MemberJoined`, `MemberAdded`, `MemberLeft`, `MessageSent`, `MessageEdited`,
+/// `MessageDeleted`, `MessagesRead`, and `ActivityHosted` (which creates the activity's room); activity room
+/// membership is synchronised from the activities projection after `GuestsInvited`, `InvitationRevoked` and
+/// `RSVPGiven`. Unread counts leave out messages a block hides from the member (``GraphProjection/hides(_:from:at:)``),
+/// so the fold of a message, a deletion and a read is given the graph, and `UserUnblocked` makes the blocker's
+/// counts again.
 struct ChatProjection {
     var rooms: [RoomRecord] = []
     var messages: [MessageRecord] = []
@@ -103,10 +107,11 @@ struct ChatProjection {
         userRooms[Int(user)].remove(room)
     }
 
-    /// Adds message `message` (the caller interned it as new) with the fields of its `MessageSent`.
+    /// Adds message `message` (the caller interned it as new) with the fields of its `MessageSent`; `blockers`
+    /// are the users who blocked the sender (it is hidden from them: it comes after their block).
     mutating func sent(
         message: Int32, room: Int32, sender: Int32, kind: MessageKind, body: String?, media attached: Media?,
-        replyTo: String?, position: UInt64, time: Int64
+        replyTo: String?, position: UInt64, time: Int64, blockers: Set<Int32>
     ) {
         precondition(Int(message) == messages.count, "messages are added in interning order")
         var mediaIndex: Int32 = -1
@@ -131,7 +136,7 @@ struct ChatProjection {
             if rooms[r].members[index].user == sender {
                 rooms[r].members[index].readMarker = position
                 rooms[r].members[index].unread = 0
-            } else {
+            } else if blockers.isEmpty || !blockers.contains(rooms[r].members[index].user) {
                 rooms[r].members[index].unread += 1
             }
         }
@@ -142,7 +147,7 @@ struct ChatProjection {
         messages[Int(message)].isEdited = true
     }
 
-    mutating func deleted(_ message: Int32) {
+    mutating func deleted(_ message: Int32, graph: GraphProjection) {
         let m = messages[Int(message)]
         guard !m.isDeleted else { return }
         messages[Int(message)].isDeleted = true
@@ -151,18 +156,27 @@ struct ChatProjection {
         let r = Int(m.room)
         rooms[r].liveMessageCount -= 1
         for index in rooms[r].members.indices
-        where rooms[r].members[index].user != m.sender && rooms[r].members[index].readMarker < m.position {
+        where rooms[r].members[index].user != m.sender && rooms[r].members[index].readMarker < m.position
+            && !graph.hides(m.sender, from: rooms[r].members[index].user, at: m.position)
+        {
             rooms[r].members[index].unread -= 1
         }
     }
 
-    mutating func read(room: Int32, user: Int32, upTo message: Int32) {
+    mutating func read(room: Int32, user: Int32, upTo message: Int32, graph: GraphProjection) {
         let r = Int(room)
         guard let index = rooms[r].memberIndex(user) else { return }
         let marker = messages[Int(message)].position
         guard marker > rooms[r].members[index].readMarker else { return }
         rooms[r].members[index].readMarker = marker
-        rooms[r].members[index].unread = countUnread(room: room, user: user, after: marker)
+        rooms[r].members[index].unread = countUnread(room: room, user: user, after: marker, graph: graph)
+    }
+
+    /// Counts `user`'s unread messages in `room` again (after a block that hid some of them is lifted).
+    mutating func recountUnread(room: Int32, user: Int32, graph: GraphProjection) {
+        guard let index = rooms[Int(room)].memberIndex(user) else { return }
+        let marker = rooms[Int(room)].members[index].readMarker
+        rooms[Int(room)].members[index].unread = countUnread(room: room, user: user, after: marker, graph: graph)
     }
 
     mutating func hide(room: Int32, user: Int32, position: UInt64) {
@@ -170,32 +184,45 @@ struct ChatProjection {
         rooms[Int(room)].members[index].hiddenAt = position
     }
 
-    /// Whether `user` hid `room` and no message arrived since: it is then out of their room list.
-    func isHidden(_ room: Int32, from user: Int32) -> Bool {
+    /// Whether `user` hid `room` and no message they see arrived since: it is then out of their room list.
+    func isHidden(_ room: Int32, from user: Int32, graph: GraphProjection) -> Bool {
         guard let index = rooms[Int(room)].memberIndex(user) else { return false }
         let hiddenAt = rooms[Int(room)].members[index].hiddenAt
         guard hiddenAt > 0 else { return false }
-        let last = rooms[Int(room)].lastMessage
+        let last = lastMessage(of: room, seenBy: user, graph: graph)
         return last < 0 || messages[Int(last)].position < hiddenAt
     }
 
-    func countUnread(room: Int32, user: Int32, after marker: UInt64) -> Int32 {
+    func countUnread(room: Int32, user: Int32, after marker: UInt64, graph: GraphProjection) -> Int32 {
         var n: Int32 = 0
         var i = rooms[Int(room)].lastMessage
         while i >= 0 {
             let m = messages[Int(i)]
             if m.position <= marker { break }
-            if m.sender != user && !m.isDeleted { n += 1 }
+            if m.sender != user && !m.isDeleted && !graph.hides(m.sender, from: user, at: m.position) { n += 1 }
             i = m.previous
         }
         return n
     }
 
-    /// The position a room sorts by in a user's room list: its newest message, else its creation.
-    func recency(of room: Int32) -> UInt64 {
-        let record = rooms[Int(room)]
-        if record.lastMessage >= 0 { return messages[Int(record.lastMessage)].position }
-        return record.createdPosition
+    /// Whether `viewer` does not see message `message`: they blocked its sender before it was sent.
+    func isHidden(message: Int32, from viewer: Int32, graph: GraphProjection) -> Bool {
+        let m = messages[Int(message)]
+        return graph.hides(m.sender, from: viewer, at: m.position)
+    }
+
+    /// The newest message of `room` that `viewer` sees (all of them without a viewer), or -1.
+    func lastMessage(of room: Int32, seenBy viewer: Int32?, graph: GraphProjection) -> Int32 {
+        var last = rooms[Int(room)].lastMessage
+        guard let viewer, !graph.blocks[Int(viewer)].isEmpty else { return last }
+        while last >= 0, isHidden(message: last, from: viewer, graph: graph) { last = messages[Int(last)].previous }
+        return last
+    }
+
+    /// The position a room sorts by in `viewer`'s room list: the newest message they see, else its creation.
+    func recency(of room: Int32, seenBy viewer: Int32, graph: GraphProjection) -> UInt64 {
+        let last = lastMessage(of: room, seenBy: viewer, graph: graph)
+        return last >= 0 ? messages[Int(last)].position : rooms[Int(room)].createdPosition
     }
 
     // MARK: Snapshot

@@ -20,8 +20,9 @@ extension ProjectionState {
         }
     }
 
-    func lastMessage(of room: Int32) -> LastMessage? {
-        let last = chat.rooms[Int(room)].lastMessage
+    /// The room's newest message as `viewer` sees it (skipping what a block hides from them), or nil.
+    func lastMessage(of room: Int32, viewer: Int32?) -> LastMessage? {
+        let last = chat.lastMessage(of: room, seenBy: viewer, graph: graph)
         guard last >= 0 else { return nil }
         let m = chat.messages[Int(last)]
         let preview: String
@@ -38,8 +39,8 @@ extension ProjectionState {
 
     func roomSummaries(_ user: UserID) -> [RoomSummary] {
         guard let u = users.index(of: user.rawValue) else { return [] }
-        let list = chat.userRooms[Int(u)].lazy.filter { !chat.isHidden($0, from: u) }
-            .map { (room: $0, recency: chat.recency(of: $0)) }
+        let list = chat.userRooms[Int(u)].lazy.filter { !chat.isHidden($0, from: u, graph: graph) }
+            .map { (room: $0, recency: chat.recency(of: $0, seenBy: u, graph: graph)) }
             .sorted { $0.recency != $1.recency ? $0.recency > $1.recency : $0.room < $1.room }
         return list.map { roomSummary($0.room, viewer: u) }
     }
@@ -55,16 +56,16 @@ extension ProjectionState {
         let unread = record.members.first { $0.user == u }.map { Int($0.unread) } ?? 0
         return RoomSummary(
             room: RoomID(rooms[room]), kind: record.kind, title: roomTitle(room, viewer: u),
-            counterpart: counterpart, lastMessage: lastMessage(of: room), unread: unread)
+            counterpart: counterpart, lastMessage: lastMessage(of: room, viewer: u), unread: unread)
     }
 
     /// `user`'s row for `room` with the room's place in the list (see ``Engine/roomRow(_:_:)``), or nil when
     /// the room is not in the user's list.
     func roomRow(_ user: UserID, _ id: RoomID) -> RoomRow? {
         guard let u = users.index(of: user.rawValue), let room = rooms.index(of: id.rawValue),
-            chat.rooms[Int(room)].memberIndex(u) != nil, !chat.isHidden(room, from: u)
+            chat.rooms[Int(room)].memberIndex(u) != nil, !chat.isHidden(room, from: u, graph: graph)
         else { return nil }
-        return RoomRow(summary: roomSummary(room, viewer: u), recency: chat.recency(of: room))
+        return RoomRow(summary: roomSummary(room, viewer: u), recency: chat.recency(of: room, seenBy: u, graph: graph))
     }
 
     /// The message as a page shows it.
@@ -77,20 +78,26 @@ extension ProjectionState {
             time: m.time, edited: m.isEdited, deleted: m.isDeleted)
     }
 
-    func roomDetails(_ id: RoomID) -> RoomDetails? {
+    /// The room's details; its last message as `viewer` sees it (all messages when nil).
+    func roomDetails(_ id: RoomID, viewer: UserID? = nil) -> RoomDetails? {
         guard let room = rooms.index(of: id.rawValue) else { return nil }
         let record = chat.rooms[Int(room)]
         return RoomDetails(
             room: id, kind: record.kind, title: roomTitle(room, viewer: nil),
             members: record.members.map { UserID(users[$0.user]) }.sorted(), created: record.createdTime,
-            messageCount: Int(record.liveMessageCount), lastMessage: lastMessage(of: room))
+            messageCount: Int(record.liveMessageCount),
+            lastMessage: lastMessage(of: room, viewer: viewer.flatMap { users.index(of: $0.rawValue) }))
     }
 
-    /// The newest `limit` messages before `cursor` (the id of the oldest message of the newer page), oldest first.
-    func messagePage(_ id: RoomID, before cursor: String?, limit: Int) throws(ValidationError) -> MessagePage {
+    /// The newest `limit` messages before `cursor` (the id of the oldest message of the newer page), oldest first;
+    /// without those a block hides from `viewer` (all messages when nil).
+    func messagePage(_ id: RoomID, before cursor: String?, limit: Int, viewer: UserID? = nil) throws(ValidationError)
+        -> MessagePage
+    {
         guard let room = rooms.index(of: id.rawValue) else {
             throw ValidationError(.roomNotFound, "room \(id) does not exist")
         }
+        let seer = viewer.flatMap { users.index(of: $0.rawValue) }.flatMap { graph.blocks[Int($0)].isEmpty ? nil : $0 }
         var next = chat.rooms[Int(room)].lastMessage
         if let cursor {
             guard let bound = messageIDs.index(of: cursor), chat.messages[Int(bound)].room == room else {
@@ -102,8 +109,16 @@ extension ProjectionState {
         views.reserveCapacity(max(0, min(limit, 256)))
         var oldest: Int32 = -1
         while next >= 0, views.count < limit {
+            if let seer, chat.isHidden(message: next, from: seer, graph: graph) {
+                next = chat.messages[Int(next)].previous
+                continue
+            }
             views.append(messageView(next))
             oldest = next
+            next = chat.messages[Int(next)].previous
+        }
+        // An older page holding only hidden messages is no page: the cursor is null then, as at the start.
+        while let seer, next >= 0, chat.isHidden(message: next, from: seer, graph: graph) {
             next = chat.messages[Int(next)].previous
         }
         views.reverse()

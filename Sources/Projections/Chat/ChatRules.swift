@@ -32,6 +32,11 @@ extension RoomCreated {
             }
         case .group:
             try state.checkName(name ?? "", "name of group room \(room)")
+            // A block keeps the two apart in groups too: neither can put the other in a room.
+            for member in distinct where member != creator && state.graph.isBlocked(creator, member) {
+                throw ValidationError(
+                    .blocked, "users \(by) and \(state.users[member]): one has blocked the other")
+            }
         case .activity:
             throw ValidationError(
                 .invalidMembers,
@@ -41,12 +46,30 @@ extension RoomCreated {
 }
 
 extension MemberJoined {
+    /// A group is joined only by being added by a member (``MemberAdded``), and whether a room exists is its
+    /// members' business: to anyone else a room they are not in answers as one that does not exist.
     func validate(against state: ProjectionState, actor: String) throws(ValidationError) {
         try state.requireActor(actor, user)
-        let roomIndex = try state.requireRoom(room)
         let userIndex = try state.requireUser(user)
+        let roomIndex = try state.requireRoom(room, seenBy: userIndex)
         guard state.chat.rooms[Int(roomIndex)].kind == .group else {
             throw ValidationError(.notAGroupRoom, "room \(room) is not a group room; only group rooms can be joined")
+        }
+        throw ValidationError(.alreadyMember, "user \(user) is already a member of room \(room)")
+    }
+}
+
+extension MemberAdded {
+    func validate(against state: ProjectionState, actor: String) throws(ValidationError) {
+        try state.requireActor(actor, by)
+        let adder = try state.requireUser(by)
+        let roomIndex = try state.requireRoom(room, seenBy: adder)
+        guard state.chat.rooms[Int(roomIndex)].kind == .group else {
+            throw ValidationError(.notAGroupRoom, "room \(room) is not a group room; only group rooms take members")
+        }
+        let userIndex = try state.requireUser(user)
+        if state.graph.isBlocked(adder, userIndex) {
+            throw ValidationError(.blocked, "users \(by) and \(user): one has blocked the other")
         }
         if state.chat.isMember(userIndex, of: roomIndex) {
             throw ValidationError(.alreadyMember, "user \(user) is already a member of room \(room)")
@@ -151,6 +174,15 @@ extension ProjectionState {
     func requireRoom(_ id: RoomID) throws(ValidationError) -> Int32 {
         guard let index = rooms.index(of: id.rawValue) else {
             throw ValidationError(.roomNotFound, "room \(id) does not exist")
+        }
+        return index
+    }
+
+    /// The room, when `user` is a member of it; `.roomNotFound` otherwise, the same answer as for a room that
+    /// does not exist, so that a rule never tells someone outside a room that it exists.
+    func requireRoom(_ id: RoomID, seenBy user: Int32) throws(ValidationError) -> Int32 {
+        guard let index = rooms.index(of: id.rawValue), chat.isMember(user, of: index) else {
+            throw ValidationError(.roomNotFound, "room \(id) does not exist among those of \(users[user])")
         }
         return index
     }

@@ -19,7 +19,7 @@ extension ProjectionState {
         guard isNew else { return acting }
         chat.sent(
             message: message, room: room, sender: sender, kind: e.kind, body: e.body, media: e.media,
-            replyTo: e.replyTo, position: position, time: time)
+            replyTo: e.replyTo, position: position, time: time, blockers: graph.blockedBy[Int(sender)])
         return acting
     }
 
@@ -32,7 +32,7 @@ extension ProjectionState {
         guard let room = rooms.index(ofUTF8: e.room), let message = messageIDs.index(ofUTF8: e.upTo),
             chat.messages[Int(message)].room == room
         else { return acting }
-        chat.read(room: room, user: user, upTo: message)
+        chat.read(room: room, user: user, upTo: message, graph: graph)
         return acting
     }
 

@@ -139,8 +139,10 @@ extension Engine {
 
     // MARK: Rooms and messages
 
-    /// Creates a group room; `by` is always a member. Returns the room id (generated when nil).
-    /// - Throws: `.userNotFound`, `.invalidName`, `.duplicateID`, `.invalidID`.
+    /// Creates a group room with the id `room` as given (generated when nil); `by` is always a member. Returns the
+    /// room id. For trusted callers (imports, tools): a client's id goes through
+    /// ``createGroup(clientID:by:name:members:time:)``.
+    /// - Throws: `.userNotFound`, `.invalidName`, `.blocked`, `.duplicateID`, `.invalidID`.
     @discardableResult
     public func createGroup(
         _ room: RoomID? = nil, by: UserID, name: String, members: [UserID], time: Int64? = nil
@@ -155,8 +157,52 @@ extension Engine {
         return id
     }
 
-    /// `user` joins a group room.
-    /// - Throws: `.roomNotFound`, `.userNotFound`, `.notAGroupRoom`, `.alreadyMember`.
+    /// Creates a group room whose id is made from `by` and the client's own `clientID` for it
+    /// (``RoomID/named(_:by:kind:)``; random when nil), so that no one else's id can take it and no answer tells
+    /// whether a room someone else made exists. A retry with the same `clientID` by the same creator returns the
+    /// first room and appends nothing.
+    /// - Throws: `.invalidID` for a `clientID` outside the id rules; `.userNotFound`, `.invalidName`, `.blocked`
+    ///   (a member and the creator, either way), `.duplicateID` (a direct or activity room of theirs has that id).
+    @discardableResult
+    public func createGroup(
+        clientID: String?, by: UserID, name: String, members: [UserID], time: Int64? = nil
+    ) async throws(ValidationError) -> RoomID {
+        var all = [by]
+        for member in members where !all.contains(member) { all.append(member) }
+        var id = RoomID("")
+        _ = try await execute(actor: by.rawValue, time: time) { s throws(ValidationError) in
+            guard let clientID else {
+                id = RoomID(Engine.newID("r", in: s) { $0.rooms.index(of: $1) != nil })
+                return .append([.roomCreated(RoomCreated(room: id, kind: .group, by: by, members: all, name: name))])
+            }
+            try s.checkID(clientID, "room")
+            id = RoomID.named(clientID, by: by, kind: .group)
+            if let index = s.rooms.index(of: id.rawValue), let creator = s.users.index(of: by.rawValue),
+                s.chat.rooms[Int(index)].kind == .group, s.chat.rooms[Int(index)].createdBy == creator
+            {
+                return .repeated([s.chat.rooms[Int(index)].createdPosition])
+            }
+            return .append([.roomCreated(RoomCreated(room: id, kind: .group, by: by, members: all, name: name))])
+        }
+        return id
+    }
+
+    /// `by`, a member of the group room `room`, adds `user` to it: the way into a group. The new member's read
+    /// marker starts here, as a join's did.
+    /// - Throws: `.roomNotFound` (no such room, or `by` is not a member: the same answer), `.notAGroupRoom`,
+    ///   `.userNotFound`, `.blocked` (`by` and `user`, either way), `.alreadyMember`.
+    @discardableResult
+    public func addMember(_ user: UserID, to room: RoomID, by: UserID, time: Int64? = nil)
+        async throws(ValidationError) -> Position
+    {
+        try await execute([.memberAdded(MemberAdded(room: room, user: user, by: by))], actor: by.rawValue, time: time)[
+            0]
+    }
+
+    /// `user` joins a group room by themself, which no longer lets anyone in: a group is joined by being added
+    /// (``addMember(_:to:by:time:)``). Kept for the answers it gives.
+    /// - Throws: `.roomNotFound` when `user` is not a member (whether the room exists or not), `.userNotFound`,
+    ///   `.notAGroupRoom`, `.alreadyMember`.
     @discardableResult
     public func join(_ room: RoomID, user: UserID, time: Int64? = nil) async throws(ValidationError) -> Position {
         try await execute([.memberJoined(MemberJoined(room: room, user: user))], actor: user.rawValue, time: time)[0]
@@ -332,7 +378,7 @@ extension Engine {
 
     /// The host invites friends or connections.
     /// - Throws: `.activityNotFound`, `.notTheHost`, `.activityCancelled`, `.noGuests`, `.userNotFound`,
-    ///   `.alreadyInvited`, `.notFriendOrConnection`.
+    ///   `.alreadyInvited`, `.blocked` (the host and a guest, either way), `.notFriendOrConnection`.
     @discardableResult
     public func invite(_ guests: [UserID], to activity: ActivityID, by host: UserID, time: Int64? = nil)
         async throws(ValidationError) -> Position

@@ -51,6 +51,9 @@ public struct LiveTouches: Sendable, Hashable {
         public var message: MessageID
         /// How.
         public var change: MessageChange
+        /// Members who do not see the message: they blocked its sender before it was sent. They get no frame
+        /// for it, and their room rows do not change.
+        public var hiddenFrom: [UserID] = []
     }
 
     /// Room-list rows to send again.
@@ -70,12 +73,20 @@ extension Engine {
     /// `user`'s row for `room` and its place in the list; nil when the room is not in the user's list.
     public func roomRow(_ user: UserID, _ room: RoomID) -> RoomRow? { liveQuery(empty: nil) { $0.roomRow(user, room) } }
 
-    /// One message of `room` as ``messages(_:before:limit:)`` shows it; nil when it is not a message of `room`.
-    public func message(_ message: MessageID, in room: RoomID) -> MessageView? {
+    /// One message of `room` as ``messages(_:before:limit:viewer:)`` shows it to `viewer`; nil when it is not a
+    /// message of `room`, or a block hides it from `viewer`.
+    public func message(_ message: MessageID, in room: RoomID, viewer: UserID? = nil)
+        -> MessageView?
+    {
         liveQuery(empty: nil) { s in
             guard let index = s.messageIDs.index(of: message.rawValue),
                 s.rooms.index(of: room.rawValue) == s.chat.messages[Int(index)].room
             else { return nil }
+            if let viewer, let v = s.users.index(of: viewer.rawValue),
+                s.chat.isHidden(message: index, from: v, graph: s.graph)
+            {
+                return nil
+            }
             return s.messageView(index)
         }
     }
@@ -102,9 +113,10 @@ extension Engine {
     }
 
     /// What `event` changed in the live views, judged against the durable state (which includes it). Who is
-    /// touched: a room's current members for a message or an activity's title; the reader for a read
-    /// marker; the counterparts in a user's direct rooms for a profile change; the host and guests of an
-    /// activity for its feed item; the user an event names when it removes them from a room.
+    /// touched: a room's current members for a message (but those a block hides it from) or an activity's
+    /// title; the reader for a read marker; the counterparts in a user's direct rooms for a profile change; the
+    /// host and guests of an activity for its feed item; the user an event names when it adds them to a room or
+    /// removes them from it; every room of a user who lifts a block.
     public func touches(of event: DomainEvent) -> LiveTouches {
         liveQuery(empty: LiveTouches()) { s in s.touches(of: event) }
     }
@@ -123,10 +135,25 @@ extension ProjectionState {
         return ([UserID(users[record.host])] + record.guests.map { UserID(users[$0.user]) }, RoomID(rooms[record.room]))
     }
 
+    /// The members of `room` from whom a block hides `message` (they blocked its sender before it was sent).
+    func membersHiding(_ message: MessageID, in room: RoomID) -> [UserID] {
+        guard let r = rooms.index(of: room.rawValue), let m = messageIDs.index(of: message.rawValue),
+            !graph.blockedBy[Int(chat.messages[Int(m)].sender)].isEmpty
+        else { return [] }
+        return chat.rooms[Int(r)].members.lazy.filter { chat.isHidden(message: m, from: $0.user, graph: graph) }
+            .map { UserID(users[$0.user]) }
+    }
+
     func touches(of event: DomainEvent) -> LiveTouches {
         var t = LiveTouches()
         func rows(_ room: RoomID, _ people: [UserID]) {
             t.roomRows += people.map { LiveTouches.RoomOfUser(user: $0, room: room) }
+        }
+        func message(_ room: RoomID, _ message: MessageID, _ change: LiveTouches.MessageChange) {
+            // Those who do not see the message get neither its frame nor a row: theirs did not change.
+            let hiding = membersHiding(message, in: room)
+            rows(room, hiding.isEmpty ? members(of: room) : members(of: room).filter { !hiding.contains($0) })
+            t.message = .init(room: room, message: message, change: change, hiddenFrom: hiding)
         }
         func feed(_ activity: ActivityID, _ people: [UserID]) {
             t.feedItems += people.map { LiveTouches.ActivityOfUser(user: $0, activity: activity) }
@@ -138,16 +165,11 @@ extension ProjectionState {
         switch event {
         case .roomCreated(let e): rows(e.room, members(of: e.room))
         case .memberJoined(let e): rows(e.room, [e.user])
+        case .memberAdded(let e): rows(e.room, [e.user])
         case .memberLeft(let e): left(e.user, e.room)
-        case .messageSent(let e):
-            rows(e.room, members(of: e.room))
-            t.message = .init(room: e.room, message: e.message, change: .added)
-        case .messageEdited(let e):
-            rows(e.room, members(of: e.room))
-            t.message = .init(room: e.room, message: e.message, change: .edited)
-        case .messageDeleted(let e):
-            rows(e.room, members(of: e.room))
-            t.message = .init(room: e.room, message: e.message, change: .deleted)
+        case .messageSent(let e): message(e.room, e.message, .added)
+        case .messageEdited(let e): message(e.room, e.message, .edited)
+        case .messageDeleted(let e): message(e.room, e.message, .deleted)
         case .messagesRead(let e): rows(e.room, [e.user])
         case .roomHidden(let e): rows(e.room, [e.user])
         case .profileUpdated(let e):
@@ -179,8 +201,13 @@ extension ProjectionState {
             guard let (_, room) = people(of: e.activity) else { break }
             feed(e.activity, [e.user])
             if e.answer == .declined { left(e.user, room) } else { rows(room, [e.user]) }
+        case .userUnblocked(let e):
+            // What the unblocked user sent during the block shows again in the blocker's rows (last message,
+            // order, unread counts).
+            guard let u = users.index(of: e.user.rawValue) else { break }
+            for room in chat.userRooms[Int(u)].sorted() { rows(RoomID(rooms[room]), [e.user]) }
         default:
-            // Registrations, the friendship graph and gratitude change no live view.
+            // Registrations, the rest of the friendship graph and gratitude change no live view.
             break
         }
         return t
@@ -231,11 +258,14 @@ extension Engine {
         }
     }
 
-    /// A room's newest `limit` messages, oldest first, at one position.
-    public func messagesSnapshot(_ room: RoomID, limit: Int) -> LiveSnapshot<[MessageView]> {
+    /// A room's newest `limit` messages that `viewer` sees (every message when nil), oldest first, at one
+    /// position.
+    public func messagesSnapshot(_ room: RoomID, limit: Int, viewer: UserID? = nil)
+        -> LiveSnapshot<[MessageView]>
+    {
         liveQuery(empty: LiveSnapshot(view: [], position: position)) { s in
             LiveSnapshot(
-                view: (try? s.messagePage(room, before: nil, limit: limit))?.messages ?? [],
+                view: (try? s.messagePage(room, before: nil, limit: limit, viewer: viewer))?.messages ?? [],
                 position: Position(s.position))
         }
     }

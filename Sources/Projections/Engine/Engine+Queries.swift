@@ -2,29 +2,34 @@ import EventLog
 
 extension Engine {
     /// The rooms `user` is a member of now, newest activity first, with title, counterpart, last message
-    /// and unread count.
+    /// and unread count. What a block hides from `user` (what the blocked user sent after it) is left out of
+    /// the last message, the order and the unread counts.
     /// - Throws: ``ValidationError/Code/storage`` when a snapshot section it reads cannot be read.
     public func rooms(_ user: UserID) throws(ValidationError) -> [RoomSummary] {
-        try query(needs: [.chat, .accounts, .activities]) { $0.roomSummaries(user) }
+        try query(needs: Self.chatSections) { $0.roomSummaries(user) }
     }
 
-    /// A room's kind, title, sorted members, creation time, live message count and last message; nil if unknown.
+    /// A room's kind, title, sorted members, creation time, live message count and last message (as `viewer`
+    /// sees it, without what a block hides from them; of every message when nil); nil if unknown.
     /// - Throws: ``ValidationError/Code/storage`` when a snapshot section it reads cannot be read.
-    public func room(_ room: RoomID) throws(ValidationError) -> RoomDetails? {
-        try query(needs: [.chat, .accounts, .activities]) { $0.roomDetails(room) }
+    public func room(_ room: RoomID, viewer: UserID? = nil) throws(ValidationError) -> RoomDetails? {
+        try query(needs: Self.chatSections) { $0.roomDetails(room, viewer: viewer) }
     }
 
     /// The newest `limit` messages before `before` (a cursor from an earlier page; nil for the newest),
-    /// oldest first.
+    /// oldest first; without those a block hides from `viewer` (every message when nil).
     /// - Throws: `.roomNotFound`, `.undecodable` for a cursor no page returned, or `.storage` when a snapshot section
     ///   it reads cannot be read.
-    public func messages(_ room: RoomID, before: String? = nil, limit: Int = 50) throws(ValidationError) -> MessagePage
+    public func messages(_ room: RoomID, before: String? = nil, limit: Int = 50, viewer: UserID? = nil)
+        throws(ValidationError) -> MessagePage
     {
-        try read(needs: [.chat, .accounts, .activities]) {
-            (s: borrowing ProjectionState) throws(ValidationError) -> MessagePage in
-            try s.messagePage(room, before: before, limit: limit)
+        try read(needs: Self.chatSections) { (s: borrowing ProjectionState) throws(ValidationError) -> MessagePage in
+            try s.messagePage(room, before: before, limit: limit, viewer: viewer)
         }
     }
+
+    /// What the chat's views read: the graph too, for the blocks that hide messages from a viewer.
+    static let chatSections: ProjectionSections = [.chat, .accounts, .activities, .graph]
 
     /// A user's friends, sorted by id.
     /// - Throws: ``ValidationError/Code/storage`` when a snapshot section it reads cannot be read.

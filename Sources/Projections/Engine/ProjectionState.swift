@@ -126,7 +126,7 @@ struct ProjectionState {
 
 extension ProjectionState {
     /// The version of the snapshot encoding; a snapshot of any other version is ignored.
-    static let snapshotFormatVersion: UInt32 = 4
+    static let snapshotFormatVersion: UInt32 = 5
 
     /// The canonical serialisation of the whole state (deterministic: sets and dictionaries sorted): the
     /// ``SnapshotPart``s in order.

@@ -32,6 +32,7 @@ public enum DomainEvent: Sendable, Hashable {
     case feelingDefined(FeelingDefined)
     case gratitudeTagged(GratitudeTagged)
     case roomHidden(RoomHidden)
+    case memberAdded(MemberAdded)
 
     /// The payload: the one switch over the cases; everything else asks the payload or its type.
     var payload: any CatalogueEvent {
@@ -62,6 +63,7 @@ public enum DomainEvent: Sendable, Hashable {
             case .feelingDefined(let e): e
             case .gratitudeTagged(let e): e
             case .roomHidden(let e): e
+            case .memberAdded(let e): e
             }
         // A type left out of the registry would fold live but be skipped on replay: tests run with assertions.
         assert(Self.isRegistered(type(of: payload)), "\(type(of: payload)) is not in DomainEvent.eventTypes")
@@ -106,6 +108,7 @@ extension DomainEvent {
         FeelingDefined.self,
         GratitudeTagged.self,
         RoomHidden.self,
+        MemberAdded.self,
     ]
 
     /// The event types by name (the log and JSON name a record's type).

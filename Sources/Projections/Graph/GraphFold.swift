@@ -37,13 +37,19 @@ extension Unfriended {
 extension UserBlocked {
     func apply(to state: inout ProjectionState, position: UInt64, time: Int64) {
         let (a, b) = (state.user(user), state.user(blocked))
-        state.graph.blocked(a, b)
+        state.graph.blocked(a, b, position: position)
     }
 }
 
 extension UserUnblocked {
     func apply(to state: inout ProjectionState, position: UInt64, time: Int64) {
         let (a, b) = (state.user(user), state.user(blocked))
+        guard state.graph.blocks[Int(a)][b] != nil else { return }
         state.graph.unblocked(a, b)
+        // What `blocked` sent during the block was hidden from `user` and left out of their unread counts; it
+        // shows again, so their counts are made again (a block itself changes none: nothing came after it yet).
+        for room in state.chat.userRooms[Int(a)] {
+            state.chat.recountUnread(room: room, user: a, graph: state.graph)
+        }
     }
 }

@@ -2,15 +2,16 @@
 ///
 /// Folds: `FriendRequested`, `FriendRequestAccepted`, `FriendRequestDeclined`, `FriendRequestCancelled`,
 /// `Unfriended`, `UserBlocked`, `UserUnblocked`. Blocking ends any friendship and pending request between
-/// the two; unblocking restores nothing.
+/// the two; unblocking restores nothing. A block keeps its position: what the blocked user sends after it is
+/// hidden from the blocker (``hides(_:from:at:)``).
 struct GraphProjection {
     var friends: [Set<Int32>] = []
     /// Requests a user sent: recipient → position of the request.
     var outgoing: [[Int32: UInt64]] = []
     /// Derived mirror of `outgoing`: sender → position.
     var incoming: [[Int32: UInt64]] = []
-    /// Users a user blocked.
-    var blocks: [Set<Int32>] = []
+    /// Users a user blocked → the position of the block.
+    var blocks: [[Int32: UInt64]] = []
     /// Derived mirror of `blocks`.
     var blockedBy: [Set<Int32>] = []
 
@@ -20,13 +21,20 @@ struct GraphProjection {
         friends.append([])
         outgoing.append([:])
         incoming.append([:])
-        blocks.append([])
+        blocks.append([:])
         blockedBy.append([])
     }
 
     func areFriends(_ a: Int32, _ b: Int32) -> Bool { friends[Int(a)].contains(b) }
 
-    func isBlocked(_ a: Int32, _ b: Int32) -> Bool { blocks[Int(a)].contains(b) || blocks[Int(b)].contains(a) }
+    func isBlocked(_ a: Int32, _ b: Int32) -> Bool { blocks[Int(a)][b] != nil || blocks[Int(b)][a] != nil }
+
+    /// Whether `viewer` blocked `sender` before `position`: what `sender` did there (a message) is hidden from
+    /// `viewer`, as Matrix's ignore list hides it. Only what comes after a block is hidden, and only while it lasts.
+    func hides(_ sender: Int32, from viewer: Int32, at position: UInt64) -> Bool {
+        guard let since = blocks[Int(viewer)][sender] else { return false }
+        return since < position
+    }
 
     func isPending(from a: Int32, to b: Int32) -> Bool { outgoing[Int(a)][b] != nil }
 
@@ -59,8 +67,9 @@ struct GraphProjection {
         friends[Int(b)].remove(a)
     }
 
-    mutating func blocked(_ user: Int32, _ other: Int32) {
-        blocks[Int(user)].insert(other)
+    mutating func blocked(_ user: Int32, _ other: Int32, position: UInt64) {
+        // A block already in place keeps its position (the rules refuse a second one; an old log may hold it).
+        if blocks[Int(user)][other] == nil { blocks[Int(user)][other] = position }
         blockedBy[Int(other)].insert(user)
         unfriended(user, other)
         clearRequest(from: user, to: other)
@@ -68,7 +77,7 @@ struct GraphProjection {
     }
 
     mutating func unblocked(_ user: Int32, _ other: Int32) {
-        blocks[Int(user)].remove(other)
+        blocks[Int(user)][other] = nil
         blockedBy[Int(other)].remove(user)
     }
 
@@ -91,7 +100,12 @@ struct GraphProjection {
         writer.count(friends.count)
         for index in friends.indices {
             writer.sortedSet(friends[index])
-            writer.sortedSet(blocks[index])
+            let blocked = blocks[index].sorted { $0.key < $1.key }
+            writer.count(blocked.count)
+            for (other, position) in blocked {
+                writer.signed(Int64(other))
+                writer.varint(position)
+            }
             let requests = outgoing[index].sorted { $0.key < $1.key }
             writer.count(requests.count)
             for (to, position) in requests {
@@ -106,8 +120,14 @@ struct GraphProjection {
         for _ in 0..<n { addUser() }
         for index in 0..<n {
             friends[index] = try reader.int32Set()
-            blocks[index] = try reader.int32Set()
-            for other in blocks[index] { blockedBy[Int(other)].insert(Int32(index)) }
+            let blocked = try reader.count()
+            for _ in 0..<blocked {
+                let other = try reader.int32()
+                let position = try reader.varint()
+                guard Int(other) < n, other >= 0 else { throw ByteReaderError(description: "bad user index \(other)") }
+                blocks[index][other] = position
+                blockedBy[Int(other)].insert(Int32(index))
+            }
             let requests = try reader.count()
             for _ in 0..<requests {
                 let to = try reader.int32()

@@ -54,7 +54,7 @@ extension UserBlocked {
         try state.requireActor(actor, user)
         let (a, b) = (try state.requireUser(user), try state.requireUser(blocked))
         if a == b { throw ValidationError(.selfRelationship, "user \(user) cannot block themself") }
-        if state.graph.blocks[Int(a)].contains(b) {
+        if state.graph.blocks[Int(a)][b] != nil {
             throw ValidationError(.alreadyBlocked, "user \(user) has already blocked \(blocked)")
         }
     }
@@ -64,7 +64,7 @@ extension UserUnblocked {
     func validate(against state: ProjectionState, actor: String) throws(ValidationError) {
         try state.requireActor(actor, user)
         let (a, b) = (try state.requireUser(user), try state.requireUser(blocked))
-        if !state.graph.blocks[Int(a)].contains(b) {
+        if state.graph.blocks[Int(a)][b] == nil {
             throw ValidationError(.notBlocked, "user \(user) has not blocked \(blocked)")
         }
     }
