@@ -203,6 +203,8 @@ extension GlobalOptions {
         } catch {
             throw CLIError(reading: error, directory: directory)
         }
+        // What the reader found that the writer would only note (a segment read under another name) is said.
+        for note in log.openReport.notes { Output.error("warning: \(note)") }
         if log.isLiveReader {
             Output.error(
                 "reading a live log: another process is writing \(directory); this shows what it has acknowledged "
