@@ -53,7 +53,7 @@ struct StatsCommand: AsyncParsableCommand {
             log = try global.openLogForReading()
         }
         let output = StatsOutput(log.stats())
-        try log.close()
+        try await onDedicatedThread("parley-closing") { try log.close() }
         if json { try Output.json(output) } else { output.printTable() }
     }
 }
@@ -125,7 +125,7 @@ struct VerifyCommand: AsyncParsableCommand {
     static func verify(_ configuration: ReplicatedLog.Configuration) async throws -> VerificationReport {
         do {
             let log = try await ReplicatedLog.open(configuration)
-            defer { try? log.close() }
+            defer { try? log.close() }  // blocking-ok: a defer cannot await; the run is over
             return try log.verify()
         } catch  where error.code == .corruptBatch {
             return VerificationReport(
