@@ -44,6 +44,12 @@ struct ServeCommand: AsyncParsableCommand {
     var maxConnections: Int?
     @Option(help: "Connections one client address may hold open at once (0: no limit; raise it behind a proxy).")
     var maxConnectionsPerPeer = 4_096
+    @Option(
+        name: .customLong("cors-origin"),
+        help:
+            "An origin whose browser app may call the API, as the browser sends it: https://app.example.com (repeatable)."
+    )
+    var corsOrigins: [String] = []
     @Flag(help: "Development: make a secret if none is given, and print ready tokens with curl examples.")
     var dev = false
     @OptionGroup var store: StoreOptions
@@ -92,6 +98,7 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.headTimeout = .milliseconds(max(1, Int(headTimeout * 1000)))
         if let maxConnections { configuration.maximumOpenConnections = maxConnections }
         configuration.maximumOpenConnectionsPerPeer = maxConnectionsPerPeer
+        configuration.corsOrigins = corsOrigins
         var logger = Logger(label: "parley")
         logger.logLevel = .notice
         let engine: Engine

@@ -22,6 +22,11 @@ struct API: Sendable {
     func makeRouter() -> (Router<ParleyContext>, [RouteSpec]) {
         let router = Router(context: ParleyContext.self)
         router.add(middleware: RequestMetricsMiddleware(metrics: metrics))
+        if !configuration.corsOrigins.isEmpty {
+            // Outside the error middleware, so error answers carry the headers too; before authentication, so a
+            // preflight needs no token.
+            router.add(middleware: CrossOriginMiddleware(origins: Set(configuration.corsOrigins)))
+        }
         router.add(middleware: ErrorMiddleware(upgradeRefusals: upgradeRefusals))
         router.add(
             middleware: AuthenticationMiddleware(
@@ -56,6 +61,7 @@ struct API: Sendable {
         let specs = table.specs
         let document = OpenAPI.document(specs)
         router.get("/v1/openapi.json") { _, _ in JSONBody.response(document) }
+        table.refuseOtherMethods(also: [(.get, "/v1/openapi.json")])
         return (router, specs)
     }
 

@@ -383,6 +383,8 @@ enum OpenAPI {
             "GratitudeView": object([
                 "gratitude": string, "recipient": string, "feeling": string, "body": string, "time": time,
             ]),
+            "FeelingList": array(ref("Feeling")),
+            "Feeling": object(["feeling": string, "name": string, "emoji": string]),
             "Feed": array(ref("FeedItem")),
             "FeedItem": object([
                 "activity": string, "kind": enumeration(ActivityKind.self), "title": string, "startsAt": time,

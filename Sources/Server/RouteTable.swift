@@ -73,6 +73,33 @@ final class RouteTable: @unchecked Sendable {
             }
         }
     }
+
+    /// Answers every other method on each path registered so far, and on `also`'s (routes served beside the
+    /// table), with 405 and an `Allow` header naming the path's methods. Call once, after the last route.
+    func refuseOtherMethods(also extra: [(method: HTTPRequest.Method, path: String)] = []) {
+        var paths: [(path: String, methods: [HTTPRequest.Method])] = []
+        for (method, path) in specs.map({ ($0.method, $0.path) }) + extra {
+            if let index = paths.firstIndex(where: { $0.path == path }) {
+                paths[index].methods.append(method)
+            } else {
+                paths.append((path, [method]))
+            }
+        }
+        for (path, methods) in paths {
+            let allow = methods.map(\.rawValue).sorted().joined(separator: ", ")
+            for method in Self.refusable where !methods.contains(method) {
+                router.on(RouterPath(path), method: method) { request, _ -> Response in
+                    var error = APIError(
+                        .methodNotAllowed, "methodNotAllowed", "\(request.uri.path) answers \(allow), not \(method)")
+                    error.headers[.allow] = allow
+                    throw error
+                }
+            }
+        }
+    }
+
+    /// The methods a path that does not take them answers with 405.
+    static let refusable: [HTTPRequest.Method] = [.get, .post, .put, .patch, .delete, .options]
 }
 
 extension Parameters {

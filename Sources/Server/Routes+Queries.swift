@@ -61,6 +61,9 @@ extension API {
         own("/v1/me/gratitude", "gratitude", "What one thanked others for.", "GratitudeSummary") { user, _ in
             try engine.gratitude(user)
         }
+        own("/v1/feelings", "feelings", "The feelings a gratitude can be tagged with, sorted by id.", "FeelingList") {
+            _, _ in try engine.feelings()
+        }
         own(
             "/v1/me/feed", "feed", "Activities one hosts or is invited to, soonest first, from `from` on.", "Feed",
             query: [("from", false)]

@@ -47,6 +47,9 @@ public struct ServerConfiguration: Sendable {
     /// Connections one peer address may keep open at once (0: no limit). Behind a proxy every client has the
     /// proxy's address: raise it there, or set 0 and let the proxy limit its clients.
     public var maximumOpenConnectionsPerPeer = 4_096
+    /// Origins whose browser apps may call the API (CORS), each as a browser sends it: scheme, host and port
+    /// (`https://app.example.com`). None by default: browsers then refuse other origins' calls.
+    public var corsOrigins: [String] = []
 
     /// The defaults: 127.0.0.1:8080, 100 requests/s per user (bursts of 200).
     public init() {}

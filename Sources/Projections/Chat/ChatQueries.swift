@@ -75,7 +75,8 @@ extension ProjectionState {
             id: MessageID(messageIDs[index]), sender: UserID(users[m.sender]), kind: m.kind,
             body: m.isDeleted ? nil : m.body,
             media: m.isDeleted || m.media < 0 ? nil : chat.media[Int(m.media)],
-            time: m.time, edited: m.isEdited, deleted: m.isDeleted)
+            time: m.time, edited: m.isEdited, deleted: m.isDeleted,
+            replyTo: m.replyTo >= 0 ? MessageID(chat.replies[Int(m.replyTo)]) : nil)
     }
 
     /// The room's details; its last message as `viewer` sees it (all messages when nil).

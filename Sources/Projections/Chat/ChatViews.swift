@@ -112,8 +112,10 @@ public struct MessageView: Sendable, Hashable, Encodable {
     public var edited: Bool
     /// Whether it was deleted.
     public var deleted: Bool
+    /// The message it replies to; nil (and no `replyTo` key in JSON) when it replies to none.
+    public var replyTo: MessageID? = nil
 
-    enum CodingKeys: String, CodingKey { case id, sender, kind, body, media, time, edited, deleted }
+    enum CodingKeys: String, CodingKey { case id, sender, kind, body, media, time, edited, deleted, replyTo }
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(id, forKey: .id)
@@ -124,6 +126,7 @@ public struct MessageView: Sendable, Hashable, Encodable {
         try c.encode(Timestamp.format(time), forKey: .time)
         try c.encode(edited, forKey: .edited)
         try c.encode(deleted, forKey: .deleted)
+        try c.encodeIfPresent(replyTo, forKey: .replyTo)
     }
 }
 

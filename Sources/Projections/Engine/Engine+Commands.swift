@@ -53,6 +53,33 @@ extension Engine {
             ? [made.createdPosition, record.position] : [record.position]
     }
 
+    /// Whether `activity` was hosted before by `host` with this content (and not changed since): a retry.
+    static func isEarlierActivity(
+        _ activity: ActivityID, host: UserID, kind: ActivityKind, title: String, description: String?,
+        startsAt: Int64, endsAt: Int64?, place: String?, room: RoomID, in s: borrowing ProjectionState
+    ) -> Bool {
+        guard let index = s.activityIDs.index(of: activity.rawValue), let hostIndex = s.users.index(of: host.rawValue)
+        else { return false }
+        let record = s.activities.activities[Int(index)]
+        return record.host == hostIndex && record.kind == kind && record.title == title
+            && record.description == description && record.startsAt == startsAt && record.endsAt == endsAt
+            && record.place == place && s.rooms.index(of: room.rawValue) == record.room
+    }
+
+    /// Whether `gratitude` was tagged before by `author` with this content: a retry.
+    static func isEarlierGratitude(
+        _ gratitude: GratitudeID, author: UserID, recipient: String, body: String, feeling: FeelingID,
+        in s: borrowing ProjectionState
+    ) -> Bool {
+        guard s.gratitude.ids.contains(gratitude), let authorIndex = s.users.index(of: author.rawValue) else {
+            return false
+        }
+        return s.gratitude.byAuthor[Int(authorIndex)].contains {
+            $0.id == gratitude.rawValue && $0.recipient == recipient && $0.body == body
+                && $0.feeling == feeling.rawValue
+        }
+    }
+
     // MARK: Accounts
 
     /// Signs a user up. Rules: id unique and well-formed; a phone sign-up needs an E.164 phone, an email
@@ -335,7 +362,8 @@ extension Engine {
 
     // MARK: Activities
 
-    /// Hosts an activity; its chat room (kind `activity`) is created with it. Returns the activity id.
+    /// Hosts an activity; its chat room (kind `activity`) is created with it. Returns the activity id. A retry
+    /// with the same `activity` id and content (unchanged since) returns it again and appends nothing.
     /// - Throws: `.userNotFound`, `.invalidTitle`, `.invalidTime`, `.duplicateID`, `.invalidID`.
     @discardableResult
     public func hostActivity(
@@ -344,6 +372,14 @@ extension Engine {
     ) async throws(ValidationError) -> ActivityID {
         var id = activity ?? ActivityID("")
         _ = try await execute(actor: host.rawValue, time: time) { s throws(ValidationError) in
+            if let activity,
+                Engine.isEarlierActivity(
+                    activity, host: host, kind: kind, title: title, description: description, startsAt: startsAt,
+                    endsAt: endsAt, place: place, room: room ?? RoomID(activity.rawValue + "-chat"), in: s)
+            {
+                // Its position is not kept: waiting for the head's makes sure the first call is durable.
+                return .repeated([s.position])
+            }
             if activity == nil { id = ActivityID(Engine.newID("a", in: s) { $0.activityIDs.index(of: $1) != nil }) }
             return .append([
                 .activityHosted(
@@ -423,7 +459,8 @@ extension Engine {
             time: time)[0]
     }
 
-    /// `author` thanks `recipient`, tagged with a feeling. Returns the gratitude id.
+    /// `author` thanks `recipient`, tagged with a feeling. Returns the gratitude id. A retry with the same
+    /// `gratitude` id and content returns it again and appends nothing.
     /// - Throws: `.userNotFound`, `.feelingNotFound`, `.emptyBody`, `.invalidRecipient`, `.duplicateID`.
     @discardableResult
     public func tagGratitude(
@@ -432,6 +469,13 @@ extension Engine {
     ) async throws(ValidationError) -> GratitudeID {
         var id = gratitude ?? GratitudeID("")
         _ = try await execute(actor: author.rawValue, time: time) { s throws(ValidationError) in
+            if let gratitude,
+                Engine.isEarlierGratitude(
+                    gratitude, author: author, recipient: recipient, body: body, feeling: feeling, in: s)
+            {
+                // Its position is not kept: waiting for the head's makes sure the first call is durable.
+                return .repeated([s.position])
+            }
             if gratitude == nil {
                 id = GratitudeID(Engine.newID("g", in: s) { $0.gratitude.ids.contains(GratitudeID($1)) })
             }

@@ -79,6 +79,12 @@ extension Engine {
         try query(needs: .gratitude) { $0.gratitudeSummary(user) }
     }
 
+    /// The feelings a gratitude can be tagged with, sorted by id.
+    /// - Throws: ``ValidationError/Code/storage`` when a snapshot section it reads cannot be read.
+    public func feelings() throws(ValidationError) -> [FeelingView] {
+        try query(needs: .gratitude) { $0.feelingList() }
+    }
+
     /// A registered user's profile; nil if unknown.
     /// - Throws: ``ValidationError/Code/storage`` when a snapshot section it reads cannot be read.
     public func profile(_ user: UserID) throws(ValidationError) -> Profile? {

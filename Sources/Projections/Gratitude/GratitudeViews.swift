@@ -22,6 +22,24 @@ public struct GratitudeView: Sendable, Hashable, Encodable {
     }
 }
 
+/// A feeling a gratitude can be tagged with (`feelings()`).
+public struct FeelingView: Sendable, Hashable, Encodable {
+    /// The feeling id, as a gratitude names it.
+    public var feeling: FeelingID
+    /// The name shown.
+    public var name: String
+    /// The emoji shown.
+    public var emoji: String
+
+    enum CodingKeys: String, CodingKey { case feeling, name, emoji }
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(feeling, forKey: .feeling)
+        try c.encode(name, forKey: .name)
+        try c.encode(emoji, forKey: .emoji)
+    }
+}
+
 /// A user's gratitude: total, count per feeling id, history newest first (`gratitude(user)`).
 public struct GratitudeSummary: Sendable, Hashable, Encodable {
     /// How many.
@@ -33,6 +51,13 @@ public struct GratitudeSummary: Sendable, Hashable, Encodable {
 }
 
 extension ProjectionState {
+    /// Every defined feeling, sorted by id.
+    func feelingList() -> [FeelingView] {
+        gratitude.feelings.sorted { $0.key < $1.key }.map {
+            FeelingView(feeling: $0.key, name: $0.value.name, emoji: $0.value.emoji)
+        }
+    }
+
     func gratitudeSummary(_ user: UserID) -> GratitudeSummary {
         guard let u = users.index(of: user.rawValue) else {
             return GratitudeSummary(total: 0, byFeeling: [:], history: [])
