@@ -52,7 +52,8 @@ enum OpenAPI {
         retry with the same key gets the first answer and appends nothing; the same key with another method, path \
         or body is refused with 409. Times are ISO 8601 UTC with milliseconds (`2026-11-20T09:30:00.000Z`); ids \
         are strings of 1 to 128 ASCII letters, digits and `-_.:@+` (another id is refused with 400 `invalidID`), \
-        equal only when their bytes are. A request head must arrive whole within the head timeout (10 s by \
+        equal only when their bytes are. A method a path does not take is answered 405 with `Allow` naming the ones \
+        it does; an unknown path 404. A request head must arrive whole within the head timeout (10 s by \
         default; else 408) and be at most 64 KiB (else 431); a body over 1 MiB is refused with 413, from its \
         declared `Content-Length` when it has one.
         """
@@ -91,10 +92,18 @@ enum OpenAPI {
         }
 
         var parameters: [JSON] = spec.pathParameters.map { name -> JSON in
-            ["name": name, "in": "path", "required": true, "schema": string]
+            ["name": name, "in": "path", "required": true, "schema": id]
         }
         parameters += spec.query.map { query -> JSON in
-            ["name": query.name, "in": "query", "required": false, "schema": query.integer ? integer : string]
+            let schema: JSON
+            switch query.kind {
+            case .text: schema = string
+            case .id: schema = id
+            case .time: schema = time
+            case .integer(let range):
+                schema = ["type": "integer", "minimum": range.lowerBound, "maximum": range.upperBound]
+            }
+            return ["name": query.name, "in": "query", "required": false, "schema": schema]
         }
         if spec.idempotent {
             parameters.append([
@@ -204,6 +213,13 @@ enum OpenAPI {
     private static var boolean: JSON { ["type": "boolean"] }
     /// ISO 8601 UTC; the server reads `Z` or `+00:00` and writes `Z` with milliseconds.
     private static var time: JSON { ["type": "string", "format": "date-time"] }
+    /// An id: 1–128 bytes of ASCII letters, digits and `-_.:@+` (anything else is 400 `invalidID`).
+    private static var id: JSON {
+        ["type": "string", "pattern": FieldLimits.idPattern, "minLength": 1, "maxLength": FieldLimits.idBytes]
+    }
+    /// Text of 1 to `limit` characters that is not all white space.
+    private static func text(upTo limit: Int) -> JSON { ["type": "string", "minLength": 1, "maxLength": limit] }
+    private static var name: JSON { text(upTo: FieldLimits.nameLength) }
 
     private static func ref(_ name: String) -> JSON { ["$ref": "#/components/schemas/" + name] }
     private static func array(_ items: JSON) -> JSON { ["type": "array", "items": items] }
@@ -249,59 +265,64 @@ enum OpenAPI {
 
     private static func requestSchemas() -> JSON {
         let optionalString = nullable(string)
-        let clientRoomID = nullable([
-            "type": "string",
-            "description":
-                "The client's own id for the room it creates; the room's id is made from it and the caller (a retry "
-                + "with it answers the first result), so it never says whether someone else's room exists.",
-        ])
+        let optionalID = nullable(id)
+        let optionalName = nullable(name)
+        var clientRoomID = id
+        clientRoomID["description"] =
+            "The client's own id for the room it creates; the room's id is made from it and the caller (a retry "
+            + "with it answers the first result), so it never says whether someone else's room exists."
+        let messageBody: JSON = ["type": "string", "maxLength": FieldLimits.bodyLength]
+        let title = text(upTo: FieldLimits.titleLength)
         return [
             "SignUpBody": body(
                 [
                     "method": enumeration(RegistrationMethod.self), "phone": optionalString,
-                    "email": optionalString, "name": optionalString,
+                    "email": optionalString, "name": optionalName,
                 ], required: ["method"]),
             "ProfileBody": body([
-                "name": optionalString, "nickname": optionalString, "photoURL": optionalString,
+                "name": optionalName, "nickname": optionalName, "photoURL": optionalString,
                 "about": optionalString, "location": nullable(ref("Location")),
                 "interests": nullable(array(string)), "dogs": nullable(array(ref("Dog"))),
             ]),
             "Location": body(["city": optionalString, "lat": nullable(number), "lon": nullable(number)]),
             "Dog": body(
-                ["name": string, "breed": optionalString, "ageYears": nullable(integer)], required: ["name"]),
+                ["name": name, "breed": optionalString, "ageYears": nullable(integer)], required: ["name"]),
             "Media": body(
                 [
                     "url": string, "mimeType": optionalString, "bytes": nullable(integer),
                     "width": nullable(integer), "height": nullable(integer), "durationMs": nullable(integer),
                 ], required: ["url"]),
-            "FriendRequestBody": body(["to": string], required: ["to"]),
+            "FriendRequestBody": body(["to": id], required: ["to"]),
             "GroupBody": body(
-                ["room": clientRoomID, "name": string, "members": array(string)], required: ["name", "members"]),
-            "MemberBody": body(["user": string], required: ["user"]),
+                ["room": nullable(clientRoomID), "name": name, "members": array(id)], required: ["name", "members"]),
+            "MemberBody": body(["user": id], required: ["user"]),
             "MessageBody": body([
-                "id": optionalString, "kind": nullable(enumeration(MessageKind.self)), "body": optionalString,
-                "media": nullable(ref("Media")), "replyTo": optionalString,
-                "room": clientRoomID,  // direct messages only: the room the first message creates
+                "id": optionalID, "kind": nullable(enumeration(MessageKind.self)), "body": nullable(messageBody),
+                "media": nullable(ref("Media")), "replyTo": optionalID,
+                "room": nullable(clientRoomID),  // direct messages only: the room the first message creates
             ]),
-            "EditBody": body(["body": string], required: ["body"]),
-            "ReadBody": body(["upTo": optionalString]),
+            "EditBody": body(["body": messageBody], required: ["body"]),
+            "ReadBody": body(["upTo": optionalID]),
             "ActivityBody": body(
                 [
-                    "id": optionalString, "kind": enumeration(ActivityKind.self), "title": string,
+                    "id": optionalID, "kind": enumeration(ActivityKind.self), "title": title,
                     "description": optionalString, "startsAt": time, "endsAt": nullable(time),
-                    "place": optionalString, "room": clientRoomID,
+                    "place": optionalString, "room": nullable(clientRoomID),
                 ], required: ["kind", "title", "startsAt"]),
             "ActivityPatchBody": body([
-                "title": optionalString, "description": optionalString, "startsAt": nullable(time),
+                "title": nullable(title), "description": optionalString, "startsAt": nullable(time),
                 "endsAt": nullable(time), "place": optionalString,
             ]),
-            "GuestsBody": body(["guests": array(string)], required: ["guests"]),
+            "GuestsBody": body(["guests": array(id)], required: ["guests"]),
             "RSVPBody": body(["answer": enumeration(RSVPAnswer.self)], required: ["answer"]),
             "FeelingBody": body(
-                ["feeling": string, "name": string, "emoji": string], required: ["feeling", "name", "emoji"]),
+                ["feeling": id, "name": name, "emoji": text(upTo: FieldLimits.emojiLength)],
+                required: ["feeling", "name", "emoji"]),
             "GratitudeBody": body(
-                ["id": optionalString, "recipient": string, "body": string, "feeling": string],
-                required: ["recipient", "body", "feeling"]),
+                [
+                    "id": optionalID, "recipient": string, "body": text(upTo: FieldLimits.bodyLength),
+                    "feeling": id,
+                ], required: ["recipient", "body", "feeling"]),
             "LiveClientFrame": body(
                 [
                     "type": enumeration(["auth", "subscribe", "unsubscribe"]), "token": string,
@@ -357,10 +378,14 @@ enum OpenAPI {
                 "created": time, "messageCount": integer, "lastMessage": lastMessage,
             ]),
             "MessagePage": object(["messages": array(ref("MessageView")), "before": optionalString]),
-            "MessageView": object([
-                "id": string, "sender": string, "kind": enumeration(MessageKind.self), "body": optionalString,
-                "media": nullable(ref("Media")), "time": time, "edited": boolean, "deleted": boolean,
-            ]),
+            // `replyTo` is there only when the message replies to another.
+            "MessageView": object(
+                [
+                    "id": string, "sender": string, "kind": enumeration(MessageKind.self), "body": optionalString,
+                    "media": nullable(ref("Media")), "time": time, "edited": boolean, "deleted": boolean,
+                    "replyTo": string,
+                ],
+                required: ["body", "deleted", "edited", "id", "kind", "media", "sender", "time"]),
             "UserIDList": array(string),
             "UserRef": object(["user": string]),
             "FriendRequests": object(["incoming": array(string), "outgoing": array(string)]),

@@ -29,8 +29,8 @@ struct RouteSpec: Sendable {
     var status: Int
     /// The schema name of the success body.
     var response: String
-    /// Query parameters: name and whether it is an integer.
-    var query: [(name: String, integer: Bool)] = []
+    /// Query parameters.
+    var query: [QueryParameter] = []
     /// Whether the command takes an `Idempotency-Key` header.
     var idempotent = false
 
@@ -47,6 +47,28 @@ struct RouteSpec: Sendable {
     var pathParameters: [String] {
         path.split(separator: "/").filter { $0.hasPrefix(":") }.map { String($0.dropFirst()) }
     }
+}
+
+/// A query parameter as the API documents it: its name and what it takes.
+struct QueryParameter: Sendable {
+    enum Kind: Sendable {
+        /// Free text.
+        case text
+        /// An id (``FieldLimits/idPattern``).
+        case id
+        /// An ISO 8601 UTC time.
+        case time
+        /// An integer within the range (400 `invalidParameter` outside it).
+        case integer(ClosedRange<Int64>)
+    }
+
+    var name: String
+    var kind: Kind
+
+    static func text(_ name: String) -> Self { Self(name: name, kind: .text) }
+    static func id(_ name: String) -> Self { Self(name: name, kind: .id) }
+    static func time(_ name: String) -> Self { Self(name: name, kind: .time) }
+    static func integer(_ name: String, _ range: ClosedRange<Int64>) -> Self { Self(name: name, kind: .integer(range)) }
 }
 
 /// The routes registered so far, in order.

@@ -25,7 +25,7 @@ extension API {
     func registerQueries(_ t: RouteTable) {
         func own<T: Encodable & Sendable>(
             _ path: String, _ operation: String, _ summary: String, _ schema: String,
-            query: [(name: String, integer: Bool)] = [],
+            query: [QueryParameter] = [],
             _ answer: @escaping @Sendable (UserID, Request) throws -> T
         ) {
             t.add(
@@ -66,7 +66,7 @@ extension API {
         }
         own(
             "/v1/me/feed", "feed", "Activities one hosts or is invited to, soonest first, from `from` on.", "Feed",
-            query: [("from", false)]
+            query: [.time("from")]
         ) { user, request in
             try engine.feed(user, from: try request.queryTime("from") ?? .min)
         }
@@ -98,7 +98,7 @@ extension API {
             RouteSpec(
                 method: .get, path: "/v1/lookup", operation: "lookup",
                 summary: "Find a user by phone (E.164) or email.", access: .user, status: 200, response: "UserRef",
-                query: [("phone", false), ("email", false)])
+                query: [.text("phone"), .text("email")])
         ) { request, context in
             _ = try context.user()
             let found: UserID?
@@ -124,15 +124,17 @@ extension API {
             }
             return try JSONBody.response(encoding: details)
         }
+        let pageSize: ClosedRange<Int64> = 1...500
         t.add(
             RouteSpec(
                 method: .get, path: "/v1/rooms/:room/messages", operation: "messages",
                 summary:
                     "The newest `limit` messages before `before`, oldest first, with the cursor of the older page.",
-                access: .user, status: 200, response: "MessagePage", query: [("before", false), ("limit", true)])
+                access: .user, status: 200, response: "MessagePage",
+                query: [.id("before"), .integer("limit", pageSize)])
         ) { request, context in
             let room = try memberRoom(request, context)
-            let limit = try request.query("limit", in: 1...500) ?? 50
+            let limit = try request.query("limit", in: pageSize) ?? 50
             do {
                 return try JSONBody.response(
                     encoding: try engine.messages(
@@ -167,38 +169,43 @@ extension API {
     }
 
     private func registerAdminQueries(_ t: RouteTable) {
+        let positions: ClosedRange<Int64> = 0...Int64.max
+        let auditSize: ClosedRange<Int64> = 1...10_000
         t.add(
             RouteSpec(
                 method: .get, path: "/v1/admin/audit", operation: "audit",
                 summary: "Who did what: matching events in position order (admin).", access: .admin, status: 200,
                 response: "AuditList",
                 query: [
-                    ("actor", false), ("type", false), ("stream", false), ("since", false), ("until", false),
-                    ("after", true), ("limit", true),
+                    .id("actor"), .text("type"), .text("stream"), .time("since"), .time("until"),
+                    .integer("after", positions), .integer("limit", auditSize),
                 ])
         ) { request, context in
             _ = try context.admin()
             let filter = AuditQuery(
                 actor: request.query("actor"), type: request.query("type"), stream: request.query("stream"),
                 since: try request.queryTime("since"), until: try request.queryTime("until"),
-                after: Position(UInt64(try request.query("after", in: 0...Int64.max) ?? 0)),
-                limit: Int(try request.query("limit", in: 1...10_000) ?? 1000))
+                after: Position(UInt64(try request.query("after", in: positions) ?? 0)),
+                limit: Int(try request.query("limit", in: auditSize) ?? 1000))
             do {
                 return try JSONBody.response(encoding: try engine.audit(filter))
             } catch let error as ValidationError {
                 throw APIError(error)
             }
         }
+        let exportFrom: ClosedRange<Int64> = 1...Int64.max
+        let exportSize: ClosedRange<Int64> = 1...100_000
         t.add(
             RouteSpec(
                 method: .get, path: "/v1/admin/export", operation: "export",
                 summary:
                     "Canonical JSON Lines from `from` on, at most `limit` events; Parley-Next-From names the next page (admin).",
-                access: .admin, status: 200, response: "JSONLines", query: [("from", true), ("limit", true)])
+                access: .admin, status: 200, response: "JSONLines",
+                query: [.integer("from", exportFrom), .integer("limit", exportSize)])
         ) { request, context in
             _ = try context.admin()
-            let from = try request.query("from", in: 1...Int64.max) ?? 1
-            let limit = try request.query("limit", in: 1...100_000) ?? 10_000
+            let from = try request.query("from", in: exportFrom) ?? 1
+            let limit = try request.query("limit", in: exportSize) ?? 10_000
             let records: [Record]
             do throws(EventLogError) {
                 records = try engine.store.read(from: Position(UInt64(from)), limit: Int(limit))

@@ -215,3 +215,64 @@ import Testing
         }
     }
 }
+
+/// The OpenAPI document states the limits the server enforces.
+@Suite(.onTestThreads) struct OpenAPILimitsTests {
+    typealias JSON = [String: Any]
+
+    /// The document the server serves, made from its route table.
+    func document() async throws -> JSON {
+        let text = OpenAPI.document(try await Harness().server.routes)
+        return try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? JSON)
+    }
+
+    /// The schema of `name` among the parameters of `method` on `path`.
+    func parameter(_ document: JSON, _ path: String, _ method: String, _ name: String) throws -> JSON {
+        let paths = try #require(document["paths"] as? [String: [String: JSON]])
+        let parameters = try #require(paths[path]?[method]?["parameters"] as? [JSON])
+        let found = try #require(parameters.first { $0["name"] as? String == name }, "\(method) \(path) \(name)")
+        return try #require(found["schema"] as? JSON)
+    }
+
+    func property(_ document: JSON, _ schema: String, _ name: String) throws -> JSON {
+        let components = try #require(document["components"] as? JSON)
+        let schemas = try #require(components["schemas"] as? [String: JSON])
+        let properties = try #require(schemas[schema]?["properties"] as? [String: JSON])
+        return try #require(properties[name], "\(schema).\(name)")
+    }
+
+    @Test func queryParametersStateTheirRangesAndKinds() async throws {
+        let document = try await document()
+        let limit = try parameter(document, "/v1/rooms/{room}/messages", "get", "limit")
+        #expect(limit["type"] as? String == "integer")
+        #expect(limit["minimum"] as? Int == 1)
+        #expect(limit["maximum"] as? Int == 500)
+        #expect(try parameter(document, "/v1/admin/audit", "get", "limit")["maximum"] as? Int == 10_000)
+        #expect(try parameter(document, "/v1/admin/export", "get", "limit")["maximum"] as? Int == 100_000)
+        #expect(try parameter(document, "/v1/admin/export", "get", "from")["minimum"] as? Int == 1)
+        #expect(try parameter(document, "/v1/me/feed", "get", "from")["format"] as? String == "date-time")
+        #expect(try parameter(document, "/v1/admin/audit", "get", "since")["format"] as? String == "date-time")
+    }
+
+    @Test func idsAndTextsStateTheirPatternAndLengths() async throws {
+        let document = try await document()
+        let room = try parameter(document, "/v1/rooms/{room}/messages", "get", "room")
+        #expect(room["pattern"] as? String == "^[A-Za-z0-9._:@+-]{1,128}$")
+        #expect(room["maxLength"] as? Int == 128)
+        #expect(try property(document, "FriendRequestBody", "to")["pattern"] as? String == FieldLimits.idPattern)
+        #expect(try property(document, "GroupBody", "name")["maxLength"] as? Int == 100)
+        #expect(try property(document, "ActivityBody", "title")["maxLength"] as? Int == 200)
+        #expect(try property(document, "EditBody", "body")["maxLength"] as? Int == 10_000)
+        #expect(try property(document, "FeelingBody", "emoji")["maxLength"] as? Int == 16)
+        #expect(try property(document, "MessageView", "replyTo")["type"] as? String == "string")
+        // The pattern says what the rules accept.
+        let pattern = try NSRegularExpression(pattern: FieldLimits.idPattern)
+        func matches(_ id: String) -> Bool {
+            pattern.firstMatch(in: id, range: NSRange(id.startIndex..., in: id)) != nil
+        }
+        for accepted in ["r1", "a-b_c.d:e@f+g", String(repeating: "x", count: 128)] { #expect(matches(accepted)) }
+        for refused in ["", "a/b", "a b", "é", "a%20", String(repeating: "x", count: 129)] {
+            #expect(!matches(refused), "\(refused)")
+        }
+    }
+}

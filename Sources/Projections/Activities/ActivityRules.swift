@@ -116,8 +116,9 @@ extension ProjectionState {
     }
 
     func checkTitle(_ title: String, activity: ActivityID) throws(ValidationError) {
-        if title.allSatisfy(\.isWhitespace) || title.count > 200 {
-            throw ValidationError(.invalidTitle, "activity \(activity) needs a title of 1–200 characters")
+        if title.allSatisfy(\.isWhitespace) || title.count > FieldLimits.titleLength {
+            throw ValidationError(
+                .invalidTitle, "activity \(activity) needs a title of 1–\(FieldLimits.titleLength) characters")
         }
     }
 

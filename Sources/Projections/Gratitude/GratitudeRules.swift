@@ -7,8 +7,9 @@ extension FeelingDefined {
             throw ValidationError(.duplicateID, "feeling \(feeling) already exists")
         }
         try state.checkName(name, "name of feeling \(feeling)")
-        if emoji.isEmpty || emoji.count > 16 {
-            throw ValidationError(.invalidEmoji, "feeling \(feeling) needs an emoji (1–16 characters)")
+        if emoji.isEmpty || emoji.count > FieldLimits.emojiLength {
+            throw ValidationError(
+                .invalidEmoji, "feeling \(feeling) needs an emoji (1–\(FieldLimits.emojiLength) characters)")
         }
     }
 }

@@ -3,9 +3,9 @@
 /// helpers several features share. Commands and the event-level import entry both go through
 /// ``ProjectionState/validate(_:actor:)``.
 extension ProjectionState {
-    static let maximumBodyLength = 10_000
+    static let maximumBodyLength = FieldLimits.bodyLength
     /// The longest id, in UTF-8 bytes (ids are ASCII: bytes and characters alike).
-    static let maximumIDBytes = 128
+    static let maximumIDBytes = FieldLimits.idBytes
 
     /// Checks `event`, done by `actor`, against every rule; throws the first broken one.
     func validate(_ event: DomainEvent, actor: String) throws(ValidationError) {
@@ -71,8 +71,9 @@ extension ProjectionState {
     }
 
     func checkName(_ name: String, _ what: String) throws(ValidationError) {
-        if name.allSatisfy(\.isWhitespace) || name.count > 100 {
-            throw ValidationError(.invalidName, "\(what) must be 1–100 characters, not '\(name.prefix(120))'")
+        if name.allSatisfy(\.isWhitespace) || name.count > FieldLimits.nameLength {
+            throw ValidationError(
+                .invalidName, "\(what) must be 1–\(FieldLimits.nameLength) characters, not '\(name.prefix(120))'")
         }
     }
 
