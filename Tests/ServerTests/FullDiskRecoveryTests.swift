@@ -12,59 +12,6 @@ import Testing
 /// space is freed the server reopens its log by itself, `/readyz` answers 200 and commands are acknowledged again,
 /// without a restart; every acknowledged command is in the log once, and no refused one is.
 @Suite(.timeLimit(.minutes(4)), .onTestThreads) struct FullDiskRecoveryTests {
-    /// A `parley serve` child on a data directory of the test's choosing (on the small file system).
-    final class Server: @unchecked Sendable {
-        // `@unchecked Sendable`: the process is started in init and only signalled and waited for after.
-        let process = Process()
-        let errorPath: String
-        let port: Int
-
-        init(data: String, scratch: String) async throws {
-            let secretFile = scratch + "/secret"
-            try testSecret.write(toFile: secretFile, atomically: true, encoding: .utf8)
-            errorPath = scratch + "/stderr"
-            _ = FileManager.default.createFile(atPath: errorPath, contents: nil)
-            process.executableURL = try parleyExecutable()
-            process.arguments = [
-                "serve", "--data", data, "--host", "127.0.0.1", "--port", "0", "--secret-file", secretFile,
-                "--rate-limit", "0",
-            ]
-            process.standardError = FileHandle(forWritingAtPath: errorPath)
-            process.standardOutput = FileHandle.nullDevice
-            try process.run()
-            // The child says its port on stderr once it listens: a child process has nothing to await but that.
-            let deadline = ContinuousClock.now + .seconds(60)
-            var found: Int?
-            while found == nil, ContinuousClock.now < deadline, process.isRunning {
-                let text = (try? String(contentsOfFile: errorPath, encoding: .utf8)) ?? ""
-                if let range = text.range(of: #"serving http://127\.0\.0\.1:(\d+)"#, options: .regularExpression) {
-                    found = Int(text[range].split(separator: ":").last!)
-                }
-                try await Task.sleep(for: .milliseconds(20))
-            }
-            guard let found else {
-                if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-                let output = (try? String(contentsOfFile: errorPath, encoding: .utf8)) ?? ""
-                throw WireError(description: "parley serve did not start: \(output)")
-            }
-            port = found
-        }
-
-        var errorOutput: String { (try? String(contentsOfFile: errorPath, encoding: .utf8)) ?? "" }
-
-        /// SIGTERM, then waits (bounded) for the exit; its status, or nil when it did not exit.
-        func stop() async throws -> Int32? {
-            if process.isRunning { kill(process.processIdentifier, SIGTERM) }
-            let deadline = ContinuousClock.now + .seconds(60)
-            while process.isRunning, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
-            return process.isRunning ? nil : process.terminationStatus
-        }
-
-        deinit {
-            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        }
-    }
-
     static func post(_ client: HTTPWire, _ path: String, as user: String, _ json: String) async throws -> WireResponse {
         try await client.request(
             .post, path,
@@ -101,13 +48,10 @@ import Testing
 
     @Test(.enabled(if: SmallFileSystem.isAvailable, "mounting a small tmpfs needs root"))
     func aServerWhoseDiskFilledTakesCommandsAgainOnceSpaceIsFreed() async throws {
-        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("parley-full-\(UUID())").path
-        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: scratch) }
         let disk = try SmallFileSystem(megabytes: 4)
         defer { disk.unmount() }
         let data = disk.path + "/data"
-        let server = try await Server(data: data, scratch: scratch)
+        let server = try await ServeProcess(data: data)
         let client = try HTTPWire(port: server.port)
         for user in ["ann", "ben"] {
             let answer = try await Self.post(
@@ -190,19 +134,7 @@ import Testing
             #expect(bodies.filter { $0.hasPrefix("s\(sender) ") } == acknowledged[sender] ?? [])
         }
         #expect(Set(bodies).isDisjoint(with: refused))
-        let verify = try await offPool { try Self.run(["verify", "--data", data]) }
+        let verify = try await offPool { try exitStatus(of: parleyExecutable(), ["verify", "--data", data]) }
         #expect(verify == 0)
-    }
-
-    /// Runs `parley arguments…`; its exit status.
-    static func run(_ arguments: [String]) throws -> Int32 {
-        let process = Process()
-        process.executableURL = try parleyExecutable()
-        process.arguments = arguments
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        return process.terminationStatus
     }
 }

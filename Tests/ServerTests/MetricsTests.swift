@@ -119,7 +119,7 @@ struct Scrape {
         ])
         #expect(simulated.hasPrefix("simulated 17628 events"), "\(simulated)")
         // The log to serve is the seeded one: the last --data given wins over ServeProcess's own.
-        let server = try await ServeProcess(arguments: ["--data", seeded])
+        let server = try await ServeProcess(data: seeded)
         let client = try HTTPWire(port: server.port)
 
         // Before any request of a user: the families are there, the request counters only for /metrics.

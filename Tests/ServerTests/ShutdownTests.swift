@@ -17,9 +17,14 @@ final class ServeProcess: @unchecked Sendable {
     let errorPath: String
     let port: Int
 
-    /// Starts `parley serve` with `arguments` added (a replicated node's), on `requestedPort` (0: any free port).
-    init(arguments: [String] = [], listeningOn requestedPort: Int = 0) async throws {
+    /// The data directory the server was given.
+    let dataPath: String
+
+    /// Starts `parley serve` with `arguments` added (a replicated node's), on `requestedPort` (0: any free port),
+    /// on the data directory `data` (default: a new one in the process's own temporary directory).
+    init(arguments: [String] = [], data: String? = nil, listeningOn requestedPort: Int = 0) async throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("parley-serve-\(UUID())")
+        dataPath = data ?? directory.appendingPathComponent("data").path
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let secretFile = directory.appendingPathComponent("secret").path
         try testSecret.write(toFile: secretFile, atomically: true, encoding: .utf8)
@@ -28,7 +33,7 @@ final class ServeProcess: @unchecked Sendable {
         process.executableURL = try parleyExecutable()
         process.arguments =
             [
-                "serve", "--data", directory.appendingPathComponent("data").path, "--host", "127.0.0.1", "--port",
+                "serve", "--data", dataPath, "--host", "127.0.0.1", "--port",
                 String(requestedPort), "--secret-file", secretFile, "--rate-limit", "0",
             ] + arguments
         process.standardError = FileHandle(forWritingAtPath: errorPath)
@@ -53,7 +58,12 @@ final class ServeProcess: @unchecked Sendable {
     }
 
     var errorOutput: String { (try? String(contentsOfFile: errorPath, encoding: .utf8)) ?? "" }
-    var dataPath: String { directory.appendingPathComponent("data").path }
+
+    /// SIGTERM, then waits (bounded) for the exit; its status, or nil when it did not exit.
+    func stop(within limit: Duration = .seconds(60)) async throws -> Int32? {
+        if process.isRunning { kill(process.processIdentifier, SIGTERM) }
+        return try await waitForExit(within: limit)
+    }
 
     /// Waits (bounded) for the child to exit; its status, or nil when it did not.
     func waitForExit(within limit: Duration) async throws -> Int32? {

@@ -10,6 +10,19 @@ import Testing
 /// - Throws: after recording an issue, when it is not there (build it with `swift build --build-tests`).
 public func parleyExecutable() throws -> URL { try builtExecutable("parley") }
 
+/// Runs `executable` with `arguments`, its output thrown away, and returns its exit status. Blocks the calling
+/// thread until the child exits: from async code, call it through `onDedicatedThread`.
+public func exitStatus(of executable: URL, _ arguments: [String]) throws -> Int32 {
+    let process = Process()
+    process.executableURL = executable
+    process.arguments = arguments
+    process.standardOutput = FileHandle.nullDevice
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    process.waitUntilExit()
+    return process.terminationStatus
+}
+
 /// The crash tests' writer (`Tests/CrashWriter`), built next to the test binary.
 /// - Throws: after recording an issue, when it is not there (build it with `swift build --build-tests`).
 public func crashWriterExecutable() throws -> URL { try builtExecutable("CrashWriter") }

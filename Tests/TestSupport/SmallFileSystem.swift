@@ -25,7 +25,9 @@ public final class SmallFileSystem {
     public init(megabytes: Int) throws {
         path = FileManager.default.temporaryDirectory.appendingPathComponent("parley-tmpfs-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        let status = try Self.run(["mount", "-t", "tmpfs", "-o", "size=\(megabytes)m,mode=0700", "tmpfs", path])
+        let status = try exitStatus(
+            of: URL(fileURLWithPath: "/usr/bin/env"),
+            ["mount", "-t", "tmpfs", "-o", "size=\(megabytes)m,mode=0700", "tmpfs", path])
         guard status == 0 else {
             try? FileManager.default.removeItem(atPath: path)
             throw MountError(description: "mount -t tmpfs on \(path) failed (exit \(status))")
@@ -39,7 +41,7 @@ public final class SmallFileSystem {
         guard isMounted else { return }
         isMounted = false
         // Lazily: a process the test failed to stop must not keep the mount (and the test) alive.
-        _ = try? Self.run(["umount", "-l", path])
+        _ = try? exitStatus(of: URL(fileURLWithPath: "/usr/bin/env"), ["umount", "-l", path])
         try? FileManager.default.removeItem(atPath: path)
     }
 
@@ -56,17 +58,6 @@ public final class SmallFileSystem {
         var info = statvfs()
         guard statvfs(path, &info) == 0 else { return 0 }
         return Int(info.f_bavail) * Int(info.f_frsize)
-    }
-
-    private static func run(_ arguments: [String]) throws -> Int32 {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = arguments
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        return process.terminationStatus
     }
 }
 
