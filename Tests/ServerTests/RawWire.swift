@@ -52,16 +52,8 @@ extension WebSocketWire {
         let socket = socket
         return try await offPool {
             while true {
-                let head = try socket.read(2)
-                var length = Int(head[1] & 0x7f)
-                if length == 126 {
-                    let bytes = try socket.read(2)
-                    length = Int(bytes[0]) << 8 | Int(bytes[1])
-                } else if length == 127 {
-                    length = try socket.read(8).reduce(0) { $0 << 8 | Int($1) }
-                }
-                let payload = try socket.read(length)
-                guard head[0] & 0x0f == 8 else { continue }
+                let (opcode, payload) = try WebSocketWire.readFrame(socket)
+                guard opcode == 8 else { continue }
                 guard payload.count >= 2 else { return (1005, "") }
                 return (Int(payload[0]) << 8 | Int(payload[1]), String(decoding: payload.dropFirst(2), as: UTF8.self))
             }

@@ -187,22 +187,27 @@ final class WebSocketWire: Sendable {
         let socket = socket
         return try await offPool {
             while true {
-                let head = try socket.read(2)
-                var length = Int(head[1] & 0x7f)
-                if length == 126 {
-                    let bytes = try socket.read(2)
-                    length = Int(bytes[0]) << 8 | Int(bytes[1])
-                } else if length == 127 {
-                    length = try socket.read(8).reduce(0) { $0 << 8 | Int($1) }
-                }
-                let payload = try socket.read(length)
-                switch head[0] & 0x0f {
+                let (opcode, payload) = try Self.readFrame(socket)
+                switch opcode {
                 case 1: return .text(String(decoding: payload, as: UTF8.self))
                 case 8: return .close(code: payload.count >= 2 ? Int(payload[0]) << 8 | Int(payload[1]) : 1005)
                 default: continue
                 }
             }
         }
+    }
+
+    /// One frame from the server (unmasked): its opcode and payload. Blocks until it is whole.
+    static func readFrame(_ socket: WireSocket) throws -> (opcode: UInt8, payload: [UInt8]) {
+        let head = try socket.read(2)
+        var length = Int(head[1] & 0x7f)
+        if length == 126 {
+            let bytes = try socket.read(2)
+            length = Int(bytes[0]) << 8 | Int(bytes[1])
+        } else if length == 127 {
+            length = try socket.read(8).reduce(0) { $0 << 8 | Int($1) }
+        }
+        return (head[0] & 0x0f, try socket.read(length))
     }
 
     /// Drops the connection without a close frame.
