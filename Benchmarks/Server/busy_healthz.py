@@ -371,13 +371,7 @@ def main():
         parser.error("--rate, --interval and --duration must be positive")
 
     report, ok = run(args)
-    line = json.dumps(report)
-    print(line)
-    if args.json:
-        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-        with open(args.json, "w") as f:
-            f.write(line + "\n")
-    sys.exit(0 if ok else 1)
+    harness.emit_report(report, ok, args.json)
 
 
 if __name__ == "__main__":

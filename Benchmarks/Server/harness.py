@@ -135,6 +135,17 @@ def seed(base, secret_file, parley, users, room_size, prefix="u", how="parley"):
 
 # The server process ------------------------------------------------------------------------------------
 
+def emit_report(report, ok, json_path=None):
+    """Prints the report as one JSON line (and writes it to json_path), then exits 0 when ok, else 1."""
+    line = json.dumps(report)
+    print(line)
+    if json_path:
+        os.makedirs(os.path.dirname(os.path.abspath(json_path)), exist_ok=True)
+        with open(json_path, "w") as f:
+            f.write(line + "\n")
+    sys.exit(0 if ok else 1)
+
+
 def rss_kib(pid):
     """The resident set of process `pid` in KiB (VmRSS), or None."""
     if not pid:

@@ -495,13 +495,7 @@ def main():
         resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, max(wanted, 65536)), hard))
 
     report, ok = asyncio.run(check_resume(args) if args.check_resume else load(args))
-    line = json.dumps(report)
-    print(line)
-    if args.json:
-        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-        with open(args.json, "w") as f:
-            f.write(line + "\n")
-    sys.exit(0 if ok else 1)
+    harness.emit_report(report, ok, args.json)
 
 
 if __name__ == "__main__":
