@@ -24,7 +24,6 @@ import argparse
 import asyncio
 import inspect
 import json
-import os
 import resource
 import sys
 import time
