@@ -14,6 +14,7 @@ struct SignUpBody: Decodable {
     var name: String?
 }
 
+/// A profile patch: a field absent is kept, a field given is set, a field given as `null` is cleared.
 struct ProfileBody: Decodable {
     var name: String?
     var nickname: String?
@@ -22,6 +23,25 @@ struct ProfileBody: Decodable {
     var location: Location?
     var interests: [String]?
     var dogs: [Dog]?
+    /// The fields given as `null`.
+    var cleared: Set<ProfileField> = []
+
+    enum Key: String, CodingKey { case name, nickname, photoURL, about, location, interests, dogs }
+
+    init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: Key.self)
+        name = try c.decodeIfPresent(String.self, forKey: .name)
+        nickname = try c.decodeIfPresent(String.self, forKey: .nickname)
+        photoURL = try c.decodeIfPresent(String.self, forKey: .photoURL)
+        about = try c.decodeIfPresent(String.self, forKey: .about)
+        location = try c.decodeIfPresent(Location.self, forKey: .location)
+        interests = try c.decodeIfPresent([String].self, forKey: .interests)
+        dogs = try c.decodeIfPresent([Dog].self, forKey: .dogs)
+        for field in ProfileField.allCases {
+            guard let key = Key(rawValue: field.rawValue) else { continue }
+            if c.contains(key), try c.decodeNil(forKey: key) { cleared.insert(field) }
+        }
+    }
 }
 
 struct FriendRequestBody: Decodable { var to: String }
@@ -196,7 +216,8 @@ extension API {
         t.add(
             RouteSpec(
                 method: .patch, path: "/v1/me/profile", operation: "updateProfile",
-                summary: "Change one's profile: present fields are set, absent ones kept.", access: .user,
+                summary: "Change one's profile: fields given are set, fields given as null cleared, absent ones kept.",
+                access: .user,
                 body: "ProfileBody", status: 200, response: "PositionResult", idempotent: true)
         ) { request, context in
             try await command(request, context) { user, body in
@@ -205,7 +226,7 @@ extension API {
                     try await engine.updateProfile(
                         ProfileUpdated(
                             user: user, name: b.name, nickname: b.nickname, photoURL: b.photoURL, about: b.about,
-                            location: b.location, interests: b.interests, dogs: b.dogs)))
+                            location: b.location, interests: b.interests, dogs: b.dogs, cleared: b.cleared)))
             }
         }
         registerGraphCommands(t)

@@ -276,3 +276,25 @@ import Testing
         }
     }
 }
+
+/// A profile patch sets the fields it gives, clears those it gives as null and keeps the rest.
+@Suite(.onTestThreads) struct ProfilePatchTests {
+    @Test func nullClearsAFieldAndAbsenceKeepsIt() async throws {
+        let harness = try await Harness()
+        try await seedWorld(harness.engine)
+        try await harness.test { client in
+            let set = try await client.call(
+                .patch, "/v1/me/profile", as: "bob",
+                json: #"{"nickname":"B","about":"Walks","interests":["dogs"],"location":{"city":"Leeds"}}"#)
+            #expect(set.status == 200, "\(set.body)")
+            let cleared = try await client.call(
+                .patch, "/v1/me/profile", as: "bob", json: #"{"nickname":null,"interests":null,"location":null}"#)
+            #expect(cleared.status == 200, "\(cleared.body)")
+            let me = try await client.call(.get, "/v1/me", as: "bob")
+            #expect(
+                me.normalized
+                    == #"{"about":"Walks","dogs":[],"email":null,"interests":[],"location":null,"method":"phone","name":"Bob","nickname":null,"phone":"+14155550100","photoURL":null,"registeredAt":"T","user":"bob"}"#
+            )
+        }
+    }
+}

@@ -90,8 +90,9 @@ public struct ProfileUpdated: CatalogueEvent {
     public static let typeName = "ProfileUpdated"
     /// The event type's stable code, its place in ``DomainEvent/eventTypes``.
     public static let code = 1
-    /// The payload schema version this build writes.
-    public static let schemaVersion: UInt8 = 1
+    /// The newest payload schema version this build writes: 2 when the patch clears fields (their codes follow
+    /// the version 1 fields), else 1, so a patch that clears nothing has the bytes it always had.
+    public static let schemaVersion: UInt8 = 2
     /// The user.
     public var user: UserID
     /// The name.
@@ -108,11 +109,13 @@ public struct ProfileUpdated: CatalogueEvent {
     public var interests: [String]?
     /// Dogs (WagChat).
     public var dogs: [Dog]?
+    /// Fields the patch clears (back to no value, or an empty list); a field both set and cleared is set.
+    public var cleared: Set<ProfileField>
 
     /// Makes a value from its fields.
     public init(
         user: UserID, name: String? = nil, nickname: String? = nil, photoURL: String? = nil, about: String? = nil,
-        location: Location? = nil, interests: [String]? = nil, dogs: [Dog]? = nil
+        location: Location? = nil, interests: [String]? = nil, dogs: [Dog]? = nil, cleared: Set<ProfileField> = []
     ) {
         self.user = user
         self.name = name
@@ -122,6 +125,7 @@ public struct ProfileUpdated: CatalogueEvent {
         self.location = location
         self.interests = interests
         self.dogs = dogs
+        self.cleared = cleared
     }
 
     /// The stream: `user:<user>`.
@@ -130,6 +134,15 @@ public struct ProfileUpdated: CatalogueEvent {
     public var payloadActor: String? { user.rawValue }
     /// This payload as a ``DomainEvent``.
     public var event: DomainEvent { .profileUpdated(self) }
+
+    /// Version 1 bytes when nothing is cleared; else version 2: the same fields, then the count and codes of the
+    /// cleared fields in code order.
+    public func encoded() -> [UInt8] {
+        var writer = ByteWriter(capacity: 48)
+        writer.byte(cleared.isEmpty ? 1 : 2)
+        write(to: &writer)
+        return writer.bytes
+    }
 
     func write(to writer: inout ByteWriter) {
         writer.string(user.rawValue)
@@ -154,6 +167,10 @@ public struct ProfileUpdated: CatalogueEvent {
                 writer.optionalSigned(dog.ageYears.map(Int64.init))
             }
         }
+        guard !cleared.isEmpty else { return }
+        let codes = cleared.map(\.storedCode).sorted()
+        writer.count(codes.count)
+        for code in codes { writer.byte(code) }
     }
 
     init(reading reader: inout ByteReader, version: UInt8) throws(ByteReaderError) {
@@ -179,6 +196,61 @@ public struct ProfileUpdated: CatalogueEvent {
                         ageYears: try reader.optionalSigned().map { Int($0) }))
             }
             dogs = list
+        }
+        cleared = []
+        guard version >= 2 else { return }
+        for _ in 0..<(try reader.count()) { cleared.insert(try reader.rawEnum(ProfileField.self)) }
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case user, name, nickname, photoURL, about, location, interests, dogs, cleared
+    }
+
+    /// The JSON form: the fields set, and `cleared` (field names) only when the patch clears any.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        user = try c.decode(UserID.self, forKey: .user)
+        name = try c.decodeIfPresent(String.self, forKey: .name)
+        nickname = try c.decodeIfPresent(String.self, forKey: .nickname)
+        photoURL = try c.decodeIfPresent(String.self, forKey: .photoURL)
+        about = try c.decodeIfPresent(String.self, forKey: .about)
+        location = try c.decodeIfPresent(Location.self, forKey: .location)
+        interests = try c.decodeIfPresent([String].self, forKey: .interests)
+        dogs = try c.decodeIfPresent([Dog].self, forKey: .dogs)
+        cleared = Set(try c.decodeIfPresent([ProfileField].self, forKey: .cleared) ?? [])
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(user, forKey: .user)
+        try c.encodeIfPresent(name, forKey: .name)
+        try c.encodeIfPresent(nickname, forKey: .nickname)
+        try c.encodeIfPresent(photoURL, forKey: .photoURL)
+        try c.encodeIfPresent(about, forKey: .about)
+        try c.encodeIfPresent(location, forKey: .location)
+        try c.encodeIfPresent(interests, forKey: .interests)
+        try c.encodeIfPresent(dogs, forKey: .dogs)
+        if !cleared.isEmpty {
+            try c.encode(cleared.sorted { $0.storedCode < $1.storedCode }, forKey: .cleared)
+        }
+    }
+}
+
+/// A profile field a ``ProfileUpdated`` can clear.
+public enum ProfileField: String, Sendable, Hashable, Codable, CaseIterable {
+    case name, nickname, photoURL, about, location, interests, dogs
+}
+
+extension ProfileField: StoredEnum {
+    var storedCode: UInt8 {
+        switch self {
+        case .name: 0
+        case .nickname: 1
+        case .photoURL: 2
+        case .about: 3
+        case .location: 4
+        case .interests: 5
+        case .dogs: 6
         }
     }
 }

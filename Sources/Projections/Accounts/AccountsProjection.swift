@@ -41,6 +41,17 @@ struct AccountsProjection {
 
     mutating func fold(_ event: ProfileUpdated, user: Int32) {
         let i = Int(user)
+        for field in event.cleared {
+            switch field {
+            case .name: users[i].name = nil
+            case .nickname: users[i].nickname = nil
+            case .photoURL: users[i].photoURL = nil
+            case .about: users[i].about = nil
+            case .location: users[i].location = nil
+            case .interests: users[i].interests = []
+            case .dogs: users[i].dogs = []
+            }
+        }
         if let name = event.name { users[i].name = name }
         if let nickname = event.nickname { users[i].nickname = nickname }
         if let photoURL = event.photoURL { users[i].photoURL = photoURL }
