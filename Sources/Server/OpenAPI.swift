@@ -283,7 +283,11 @@ enum OpenAPI {
                 "name": optionalName, "nickname": optionalName, "photoURL": optionalString,
                 "about": optionalString, "location": nullable(ref("Location")),
                 "interests": nullable(array(string)), "dogs": nullable(array(ref("Dog"))),
-            ]),
+            ]).merging([
+                "description":
+                    "A field given is set, a field given as null is cleared (an empty list for interests and dogs), "
+                    + "a field left out is kept."
+            ]) { $1 },
             "Location": body(["city": optionalString, "lat": nullable(number), "lon": nullable(number)]),
             "Dog": body(
                 ["name": name, "breed": optionalString, "ageYears": nullable(integer)], required: ["name"]),
