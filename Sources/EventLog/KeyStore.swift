@@ -88,6 +88,14 @@ public struct KeyOwner: Hashable, Sendable, Comparable, CustomStringConvertible 
     /// Orders by bytes.
     public static func < (a: KeyOwner, b: KeyOwner) -> Bool { a.bytes.lexicographicallyPrecedes(b.bytes) }
 
+    /// Equal when the bytes are.
+    public static func == (a: KeyOwner, b: KeyOwner) -> Bool { a.bytes == b.bytes }
+
+    /// Hashes the bytes at once (an array of bytes would be hashed byte by byte).
+    public func hash(into hasher: inout Hasher) {
+        bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
+    }
+
     /// The id as text (invalid UTF-8 repaired), for messages.
     public var description: String { String(decoding: bytes, as: UTF8.self) }
 
@@ -113,7 +121,9 @@ public struct DataKey: Sendable, Equatable {
     /// The key with these 32 bytes (a key read back from a store, or a test's fixed key).
     package init?(bytes: some Collection<UInt8>) {
         guard bytes.count == Self.byteCount else { return nil }
-        symmetricKey = SymmetricKey(data: Array(bytes))
+        var copy = Array(bytes)
+        defer { wipe(&copy) }
+        symmetricKey = SymmetricKey(data: copy)
     }
 
     /// Calls `body` with the key's bytes (to write them to a key store), valid only during the call.

@@ -31,30 +31,36 @@ public enum PersonalSeal {
 
     /// Seals `plaintext` under `key`. With `coding` nil (the default) it takes the static text code when that is
     /// smaller than the plaintext, else none.
-    /// - Throws: `.io` when the system cannot give random bytes for the nonce (swift-crypto's error as the cause).
+    /// The nonce comes from `SealNonces` (the system's secure random source, drawn a few hundred bytes at a time).
+    /// - Throws: `.io` with errno when the system gives no random bytes; `.io` with swift-crypto's error as the
+    ///   cause when AES-GCM fails.
     public static func seal(
         _ plaintext: some Collection<UInt8>, with key: DataKey, context: [UInt8] = [], coding: Coding? = nil
     ) throws(EventLogError) -> [UInt8] {
-        var plain = Array(plaintext)
-        defer { wipe(&plain) }
+        let plain = Array(plaintext)
         let chosen = coding ?? (plain.withUnsafeBytes { TextCode.codedSize($0) } < plain.count ? .text : .none)
         let header = layoutVersion << 4 | chosen.rawValue
         var coded: [UInt8] = []
         defer { wipe(&coded) }
         if chosen == .text { plain.withUnsafeBytes { TextCode.encode($0, appendingTo: &coded) } }
-        let box: AES.GCM.SealedBox
+        let combined: Data
         do {
-            box = try AES.GCM.seal(
-                chosen == .text ? coded : plain, using: key.symmetricKey, authenticating: [header] + context)
+            let nonce = try AES.GCM.Nonce(data: SealNonces.next())
+            let box = try AES.GCM.seal(
+                chosen == .text ? coded : plain, using: key.symmetricKey, nonce: nonce,
+                authenticating: [header] + context)
+            // Always there for a 12-byte nonce: nonce ‖ ciphertext ‖ tag.
+            guard let bytes = box.combined else { throw EventLogError(.io, "AES-GCM gave no combined seal") }
+            combined = bytes
+        } catch let error as EventLogError {
+            throw error
         } catch {
             throw EventLogError(.io, "AES-GCM could not seal \(plain.count) bytes: \(error)", cause: error)
         }
         var sealed = [UInt8]()
-        sealed.reserveCapacity(overhead + box.ciphertext.count)
+        sealed.reserveCapacity(1 + combined.count)
         sealed.append(header)
-        box.nonce.withUnsafeBytes { sealed.append(contentsOf: $0) }
-        sealed.append(contentsOf: box.ciphertext)
-        sealed.append(contentsOf: box.tag)
+        sealed.append(contentsOf: combined)
         return sealed
     }
 
@@ -78,10 +84,8 @@ public enum PersonalSeal {
         }
         var opened: Data
         do {
-            let box = try AES.GCM.SealedBox(
-                nonce: AES.GCM.Nonce(data: bytes[1..<(1 + nonceSize)]),
-                ciphertext: bytes[(1 + nonceSize)..<(bytes.count - tagSize)],
-                tag: bytes[(bytes.count - tagSize)...])
+            // After the header, a seal is swift-crypto's combined form: nonce ‖ ciphertext ‖ tag.
+            let box = try AES.GCM.SealedBox(combined: bytes[1...])
             opened = try AES.GCM.open(box, using: key.symmetricKey, authenticating: [header] + context)
         } catch {
             throw EventLogError(

@@ -57,6 +57,15 @@ import Testing
         #expect(first[1..<13] != second[1..<13], "a fresh random nonce each time")
     }
 
+    @Test func nonceDrawsNeverRepeat() throws {
+        var seen = Set<[UInt8]>()
+        for _ in 0..<10_000 {
+            let nonce = try SealNonces.next()
+            #expect(nonce.count == 12)
+            #expect(seen.insert(nonce).inserted)
+        }
+    }
+
     @Test func anotherKeyOrContextFailsAuthentication() throws {
         let sealed = try PersonalSeal.seal(Array("hello".utf8), with: Self.key, context: [1, 2])
         for (key, context) in [(DataKey.random(), [UInt8]([1, 2])), (Self.key, [1, 3]), (Self.key, [])] {
