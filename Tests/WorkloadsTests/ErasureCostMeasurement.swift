@@ -124,6 +124,7 @@ struct ErasureCostMeasurement {
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent("parley-erasure-\(UUID())")
                 .path
             defer { try? FileManager.default.removeItem(atPath: directory) }
+            // blocking-ok: the suite's bodies run on its own threads (.onTestThreads)
             let log = try EventLog.open(directory: directory, configuration: .init(actorIndexRunSize: 0))
             var start = 0
             while start < records.count {
@@ -150,7 +151,7 @@ struct ErasureCostMeasurement {
                 _ = try await log.append(chunk)
                 start = end
             }
-            try log.close()
+            try log.close()  // blocking-ok: as the open
             var segments = 0
             var checkpoint = 0
             for file in try FileManager.default.contentsOfDirectory(atPath: directory) {
