@@ -47,15 +47,21 @@ extension WireSocket {
 }
 
 extension WebSocketWire {
-    /// The next close frame's code and reason, skipping text frames and pings.
-    func receiveClose() async throws -> (code: Int, reason: String) {
+    /// Every text frame, decoded, up to the close frame; and its code and reason.
+    func framesUntilClose() async throws -> (frames: [LiveFrame], code: Int, reason: String) {
         let socket = socket
         return try await offPool {
+            var frames: [LiveFrame] = []
             while true {
                 let (opcode, payload) = try WebSocketWire.readFrame(socket)
-                guard opcode == 8 else { continue }
-                guard payload.count >= 2 else { return (1005, "") }
-                return (Int(payload[0]) << 8 | Int(payload[1]), String(decoding: payload.dropFirst(2), as: UTF8.self))
+                switch opcode {
+                case 1: frames.append(try JSONDecoder().decode(LiveFrame.self, from: Data(payload)))
+                case 8:
+                    guard payload.count >= 2 else { return (frames, 1005, "") }
+                    let code = Int(payload[0]) << 8 | Int(payload[1])
+                    return (frames, code, String(decoding: payload.dropFirst(2), as: UTF8.self))
+                default: continue
+                }
             }
         }
     }
