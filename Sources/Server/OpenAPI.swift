@@ -102,6 +102,7 @@ enum OpenAPI {
             case .time: schema = time
             case .integer(let range):
                 schema = ["type": "integer", "minimum": range.lowerBound, "maximum": range.upperBound]
+            case .boolean: schema = ["type": "boolean"]
             }
             return ["name": query.name, "in": "query", "required": false, "schema": schema]
         }
@@ -445,11 +446,17 @@ enum OpenAPI {
                 "position": integer, "id": string, "time": time, "actor": string, "type": string, "stream": string,
                 "data": ["type": "object"] as JSON,
             ]),
-            "Stats": object([
-                "activities": integer, "events": integer, "gratitudes": integer, "head": integer,
-                "headDigest": string, "liveConnections": integer, "messages": integer, "rooms": integer,
-                "stateDigest": string, "users": integer, "writes": boolean,
-            ]),
+            // `stateDigest` only when asked for (`?digest=true`): it encodes the whole state.
+            "Stats": object(
+                [
+                    "activities": integer, "events": integer, "gratitudes": integer, "head": integer,
+                    "headDigest": string, "liveConnections": integer, "messages": integer, "rooms": integer,
+                    "stateDigest": string, "users": integer, "writes": boolean,
+                ],
+                required: [
+                    "activities", "events", "gratitudes", "head", "headDigest", "liveConnections", "messages", "rooms",
+                    "users", "writes",
+                ]),
             "Verification": object([
                 "batches": integer, "headDigest": string, "ok": boolean, "problems": array(string),
                 "records": integer, "segments": integer,

@@ -60,6 +60,8 @@ struct QueryParameter: Sendable {
         case time
         /// An integer within the range (400 `invalidParameter` outside it).
         case integer(ClosedRange<Int64>)
+        /// `true` or `false` (400 `invalidParameter` otherwise).
+        case boolean
     }
 
     var name: String
@@ -69,6 +71,7 @@ struct QueryParameter: Sendable {
     static func id(_ name: String) -> Self { Self(name: name, kind: .id) }
     static func time(_ name: String) -> Self { Self(name: name, kind: .time) }
     static func integer(_ name: String, _ range: ClosedRange<Int64>) -> Self { Self(name: name, kind: .integer(range)) }
+    static func boolean(_ name: String) -> Self { Self(name: name, kind: .boolean) }
 }
 
 /// The routes registered so far, in order.
@@ -147,6 +150,17 @@ extension Request {
                 "invalidParameter", "\(name) must be an integer from \(range.lowerBound) to \(range.upperBound)")
         }
         return value
+    }
+
+    /// A boolean query parameter (`true` or `false`), or nil when absent.
+    /// - Throws: 400 `invalidParameter` naming it.
+    func queryBoolean(_ name: String) throws(APIError) -> Bool? {
+        guard let text = query(name) else { return nil }
+        switch text {
+        case "true": return true
+        case "false": return false
+        default: throw .badRequest("invalidParameter", "\(name) must be true or false")
+        }
     }
 
     /// A time query parameter (ISO 8601 UTC), or nil when absent.

@@ -231,19 +231,25 @@ extension API {
         t.add(
             RouteSpec(
                 method: .get, path: "/v1/admin/stats", operation: "stats",
-                summary: "What the engine holds, where the log's head is, and whether this node writes (admin).",
+                summary:
+                    "What the engine holds, where the log's head is, and whether this node writes (admin); with "
+                    + "`digest=true`, also the digest of the whole state (costly: it encodes all of it).",
                 access: .admin, status: 200,
-                response: "Stats")
-        ) { _, context in
+                response: "Stats", query: [.boolean("digest")])
+        ) { request, context in
             _ = try context.admin()
             let counts = try engine.counts()
-            // The digest encodes the whole state (0.6 s at a million events): not on a thread of the pool.
-            let stateDigest = try await onDedicatedThread("parley-digest") { try engine.stateDigest }
+            var stateDigest = ""
+            if try request.queryBoolean("digest") == true {
+                // It encodes the whole state (0.6 s at a million events): asked for, and not on the pool.
+                let digest = try await onDedicatedThread("parley-digest") { try engine.stateDigest }
+                stateDigest = "\"stateDigest\":\(JSONText.quote(digest)),"
+            }
             let json =
                 "{\"activities\":\(counts.activities),\"events\":\(counts.events),\"gratitudes\":\(counts.gratitudes),"
                 + "\"head\":\(engine.store.head.rawValue),\"headDigest\":\(JSONText.quote(engine.store.headDigest)),"
                 + "\"liveConnections\":\(hub.connectionCount),\"messages\":\(counts.messages),"
-                + "\"rooms\":\(counts.rooms),\"stateDigest\":\(JSONText.quote(stateDigest)),"
+                + "\"rooms\":\(counts.rooms),\(stateDigest)"
                 + "\"users\":\(counts.users),\"writes\":\(!engine.isFollowing)}"
             return JSONBody.response(json)
         }

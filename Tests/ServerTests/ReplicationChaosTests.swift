@@ -32,11 +32,12 @@ import Testing
             ], listeningOn: port)
     }
 
-    /// The node's `/v1/admin/stats`, or nil when it does not answer.
-    static func stats(port: Int) async -> [String: Any]? {
+    /// The node's `/v1/admin/stats` (with the state digest when `digest`), or nil when it does not answer.
+    static func stats(port: Int, digest: Bool = false) async -> [String: Any]? {
         guard let client = try? HTTPWire(port: port),
             let answer = try? await client.request(
-                .get, "/v1/admin/stats", headers: [.authorization: "Bearer " + (try await token("root", admin: true))],
+                .get, "/v1/admin/stats" + (digest ? "?digest=true" : ""),
+                headers: [.authorization: "Bearer " + (try await token("root", admin: true))],
                 body: nil),
             answer.status == 200
         else { return nil }
@@ -129,7 +130,7 @@ import Testing
         var final: [[String: Any]] = []
         let converged = await Self.waitFor(.seconds(30)) {
             final = []
-            for port in ports { if let stats = await Self.stats(port: port) { final.append(stats) } }
+            for port in ports { if let stats = await Self.stats(port: port, digest: true) { final.append(stats) } }
             return final.count == 2 && final[0]["head"] as? Int == final[1]["head"] as? Int
                 && final[0]["headDigest"] as? String == final[1]["headDigest"] as? String
                 && final[0]["stateDigest"] as? String == final[1]["stateDigest"] as? String

@@ -147,6 +147,12 @@ import Testing
             #expect(try await client.call(.get, "/readyz").body == #"{"position":9,"status":"ready"}"#)
             let stats = try await client.call(.get, "/v1/admin/stats", as: "root", admin: true)
             #expect(stats.body.hasPrefix(#"{"activities":1,"events":9,"gratitudes":0,"head":9,"headDigest":""#))
+            // The whole state's digest only when asked for: it encodes all of it.
+            #expect(!stats.body.contains("stateDigest"))
+            let digested = try await client.call(.get, "/v1/admin/stats?digest=true", as: "root", admin: true)
+            #expect(digested.body.contains(#""stateDigest":"\#(try harness.engine.stateDigest)""#), "\(digested.body)")
+            let wrong = try await client.call(.get, "/v1/admin/stats?digest=yes", as: "root", admin: true)
+            #expect(wrong.status == 400 && wrong.body.contains("invalidParameter"), "\(wrong.body)")
             let audit = try await client.call(.get, "/v1/admin/audit?actor=bob", as: "root", admin: true)
             #expect(audit.status == 200)
             #expect(audit.body.contains(#""type":"FriendRequestAccepted""#))
