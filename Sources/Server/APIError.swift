@@ -51,7 +51,7 @@ public struct APIError: Error, HTTPResponseError, Sendable {
             status = .notFound
         case .duplicateID, .conflictingID, .directRoomExists, .alreadyMember:
             status = .conflict
-        case .notAMember, .notTheSender, .notTheHost, .wrongActor, .notInvited:
+        case .notAMember, .notTheSender, .notTheHost, .notTheOwner, .wrongActor, .notInvited:
             status = .forbidden
         case .recordTooLarge:
             status = .contentTooLarge

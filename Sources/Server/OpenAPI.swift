@@ -129,7 +129,8 @@ enum OpenAPI {
         if spec.access == .admin { errors[403] = "The token lacks `parley_role: admin`." }
         if isCommand {
             errors[400] = "A malformed body, field, parameter or Idempotency-Key, or a broken rule (`code` names it)."
-            let notYours = "the act is someone else's (notAMember, notTheSender, notTheHost, wrongActor)."
+            let notYours =
+                "the act is someone else's (notAMember, notTheSender, notTheHost, notTheOwner, wrongActor)."
             errors[403] = spec.access == .admin ? "Not an admin token, or " + notYours : "Refused: " + notYours
             errors[404] = "No such user, room, message, activity or feeling."
             errors[409] =

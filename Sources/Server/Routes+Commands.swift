@@ -365,6 +365,21 @@ extension API {
         }
         t.add(
             RouteSpec(
+                method: .delete, path: "/v1/rooms/:room/members/:user", operation: "removeMember",
+                summary:
+                    "Remove a member from a group room one owns (created): the room leaves their list as on a leave. "
+                    + "403 notTheOwner for another member, 404 for anyone else.",
+                access: .user, status: 200, response: "PositionResult", idempotent: true)
+        ) { request, context in
+            let room = RoomID(try context.parameters.id("room"))
+            let removed = UserID(try context.parameters.id("user"))
+            return try await command(request, context) { user, _ in
+                try requireMember(user, room)
+                return Answers.position(try await engine.removeMember(removed, from: room, by: user))
+            }
+        }
+        t.add(
+            RouteSpec(
                 method: .post, path: "/v1/rooms/:room/messages", operation: "sendMessage",
                 summary:
                     "Send a message in a room one is a member of. A retry with the same id answers the first send.",

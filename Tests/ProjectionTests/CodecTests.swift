@@ -47,6 +47,7 @@ let sampleEvents: [DomainEvent] = [
         GratitudeTagged(gratitude: "g1", author: "u1", recipient: "Mom", body: "Thanks for dinner", feeling: "joy")),
     .roomHidden(RoomHidden(room: "r1", user: "u2")),
     .memberAdded(MemberAdded(room: "r1", user: "u3", by: "u1")),
+    .memberRemoved(MemberRemoved(room: "r1", user: "u3", by: "u1")),
 ]
 
 /// The bytes of every sample at schema version 1, as stored in logs written by the first release.
@@ -72,6 +73,7 @@ let version1Fixtures: [String: String] = [
     "MessagesRead": "01027231027532026d31",
     "RoomHidden": "01027231027532",
     "MemberAdded": "01027231027533027531",
+    "MemberRemoved": "01027231027533027531",
     "ActivityHosted":
         "01026131027531010c4d6f726e696e672077616c6b010b5a696c6b6572206c6f6f70809aaaf1c2680180d4e1f4c268010b5a696c6b6572205061726b0761312d63686174",
     "ActivityUpdated": "0102613101094c6174652077616c6b0001808e99f8c2680000",
@@ -86,7 +88,7 @@ let version1Fixtures: [String: String] = [
 @Suite(.onTestThreads) struct CodecTests {
     @Test func everyEventTypeHasASample() {
         #expect(Set(sampleEvents.map(\.typeName)) == Set(DomainEvent.typeNames))
-        #expect(DomainEvent.typeNames.count == 26)
+        #expect(DomainEvent.typeNames.count == 27)
     }
 
     @Test func binaryFormRoundTrips() throws {
@@ -97,7 +99,7 @@ let version1Fixtures: [String: String] = [
     }
 
     @Test func storedVersion1BytesStillDecode() throws {
-        #expect(version1Fixtures.count == 26)
+        #expect(version1Fixtures.count == 27)
         for event in sampleEvents {
             let stored = try #require(version1Fixtures[event.typeName])
             #expect(try DomainEvent.decode(type: event.typeName, payload: bytes(hex: stored)) == event)

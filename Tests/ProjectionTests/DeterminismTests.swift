@@ -60,7 +60,12 @@ struct RandomDriver {
                 } else {
                     try await engine.join(pick(rooms) ?? "none", user: user(), time: time)
                 }
-            case 13: try await engine.leave(pick(rooms) ?? "none", user: user(), time: time)
+            case 13:
+                if chance(70) {
+                    try await engine.leave(pick(rooms) ?? "none", user: user(), time: time)
+                } else {
+                    try await engine.removeMember(user(), from: pick(rooms) ?? "none", by: user(), time: time)
+                }
             case 14, 15, 16:
                 let sent = try await engine.sendMessage(
                     from: user(), to: user(), body: chance(95) ? "hello \(random.next() % 1000)" : "", time: time)

@@ -11,7 +11,7 @@ import Testing
         "FriendRequestCancelled", "Unfriended", "UserBlocked", "UserUnblocked", "RoomCreated", "MemberJoined",
         "MemberLeft", "MessageSent", "MessageEdited", "MessageDeleted", "MessagesRead", "ActivityHosted",
         "ActivityUpdated", "ActivityCancelled", "GuestsInvited", "InvitationRevoked", "RSVPGiven", "FeelingDefined",
-        "GratitudeTagged", "RoomHidden", "MemberAdded",
+        "GratitudeTagged", "RoomHidden", "MemberAdded", "MemberRemoved",
     ]
 
     @Test func codesAreDenseUniqueAndTheirIndex() {
@@ -32,6 +32,7 @@ import Testing
         #expect(MessagesRead.code == 15)
         #expect(DomainEvent.code(ofType: "RoomHidden") == 24)
         #expect(MemberAdded.code == 25)
+        #expect(MemberRemoved.code == 26)
         #expect(DomainEvent.code(ofType: "Nope") == -1)
     }
 
@@ -57,7 +58,7 @@ import Testing
             ("activity:a1", "u1"), ("activity:a1", nil), ("activity:a1", nil), ("activity:a1", nil),
             ("activity:a1", nil), ("activity:a1", "u2"),
             ("feelings", "system"), ("user:u1", "u1"),
-            ("room:r1", "u2"), ("room:r1", "u1"),
+            ("room:r1", "u2"), ("room:r1", "u1"), ("room:r1", "u1"),
         ]
         #expect(expected.count == sampleEvents.count)
         for (event, expected) in zip(sampleEvents, expected) {

@@ -118,6 +118,45 @@ public struct MemberAdded: CatalogueEvent {
     }
 }
 
+/// The owner of a group room (its creator), `by`, removed `user` from it: the room is gone from `user`'s list as
+/// if they had left. Actor: `by`. Stream: `room:<room>`.
+public struct MemberRemoved: CatalogueEvent {
+    /// The event type name in the log.
+    public static let typeName = "MemberRemoved"
+    /// The event type's stable code, its place in ``DomainEvent/eventTypes``.
+    public static let code = 26
+    /// The payload schema version this build writes.
+    public static let schemaVersion: UInt8 = 1
+    /// The room.
+    public var room: RoomID
+    /// The user removed.
+    public var user: UserID
+    /// The room's owner, who removed them.
+    public var by: UserID
+    /// Makes a value from its fields.
+    public init(room: RoomID, user: UserID, by: UserID) {
+        self.room = room
+        self.user = user
+        self.by = by
+    }
+    /// The stream: `room:<room>`.
+    public var stream: String { "room:\(room.rawValue)" }
+    /// The actor named by the payload: the owner, `by`.
+    public var payloadActor: String? { by.rawValue }
+    /// This payload as a ``DomainEvent``.
+    public var event: DomainEvent { .memberRemoved(self) }
+    func write(to writer: inout ByteWriter) {
+        writer.string(room.rawValue)
+        writer.string(user.rawValue)
+        writer.string(by.rawValue)
+    }
+    init(reading reader: inout ByteReader, version: UInt8) throws(ByteReaderError) {
+        room = RoomID(try reader.string())
+        user = UserID(try reader.string())
+        by = UserID(try reader.string())
+    }
+}
+
 /// `user` left a group room. Actor: `user`.
 public struct MemberLeft: CatalogueEvent {
     /// The event type name in the log.

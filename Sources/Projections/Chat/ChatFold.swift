@@ -40,6 +40,15 @@ extension MemberLeft {
     }
 }
 
+extension MemberRemoved {
+    func apply(to state: inout ProjectionState, position: UInt64, time: Int64) {
+        // The same membership effect as a leave.
+        let member = state.user(user)
+        guard let roomIndex = state.rooms.index(of: room.rawValue) else { return }
+        state.chat.removeMember(member, from: roomIndex)
+    }
+}
+
 extension MessageSent {
     func apply(to state: inout ProjectionState, position: UInt64, time: Int64) {
         let senderIndex = state.user(sender)

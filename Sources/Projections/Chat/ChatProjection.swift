@@ -52,7 +52,7 @@ struct MessageRecord: Equatable {
 
 /// Rooms, membership with read markers and unread counts, messages, and each user's set of rooms.
 ///
-/// Folds: `RoomCreated`, `MemberJoined`, `MemberAdded`, `MemberLeft`, `MessageSent`, `MessageEdited`,
+/// Folds: `RoomCreated`, `MemberJoined`, `MemberAdded`, `MemberLeft`, `MemberRemoved`, `MessageSent`, `MessageEdited`,
 /// `MessageDeleted`, `MessagesRead`, and `ActivityHosted` (which creates the activity's room); activity room
 /// membership is synchronised from the activities projection after `GuestsInvited`, `InvitationRevoked` and
 /// `RSVPGiven`. Unread counts leave out messages a block hides from the member (``GraphProjection/hides(_:from:at:)``),

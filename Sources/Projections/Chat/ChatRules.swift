@@ -77,6 +77,32 @@ extension MemberAdded {
     }
 }
 
+extension MemberRemoved {
+    /// Only the room's owner (its creator) removes, and never themself; to anyone outside the room it answers as
+    /// a room that does not exist.
+    func validate(against state: ProjectionState, actor: String) throws(ValidationError) {
+        try state.requireActor(actor, by)
+        let owner = try state.requireUser(by)
+        let roomIndex = try state.requireRoom(room, seenBy: owner)
+        let record = state.chat.rooms[Int(roomIndex)]
+        guard record.kind == .group else {
+            throw ValidationError(
+                .notAGroupRoom, "room \(room) is not a group room; only group rooms have members removed")
+        }
+        guard record.createdBy == owner else {
+            throw ValidationError(.notTheOwner, "user \(by) is not the owner of room \(room); only its owner removes")
+        }
+        let userIndex = try state.requireUser(user)
+        if userIndex == owner {
+            throw ValidationError(
+                .invalidMembers, "user \(by) owns room \(room) and cannot remove themself; they can leave it")
+        }
+        if !state.chat.isMember(userIndex, of: roomIndex) {
+            throw ValidationError(.notAMember, "user \(user) is not a member of room \(room)")
+        }
+    }
+}
+
 extension MemberLeft {
     func validate(against state: ProjectionState, actor: String) throws(ValidationError) {
         try state.requireActor(actor, user)

@@ -226,6 +226,18 @@ extension Engine {
             0]
     }
 
+    /// `by`, the owner (creator) of the group room `room`, removes `user` from it; the room leaves `user`'s list as
+    /// on a leave.
+    /// - Throws: `.roomNotFound` (no such room, or `by` is not a member: the same answer), `.notAGroupRoom`,
+    ///   `.notTheOwner`, `.userNotFound`, `.invalidMembers` (`user` is the owner), `.notAMember` (`user`).
+    @discardableResult
+    public func removeMember(_ user: UserID, from room: RoomID, by: UserID, time: Int64? = nil)
+        async throws(ValidationError) -> Position
+    {
+        try await execute(
+            [.memberRemoved(MemberRemoved(room: room, user: user, by: by))], actor: by.rawValue, time: time)[0]
+    }
+
     /// `user` joins a group room by themself, which no longer lets anyone in: a group is joined by being added
     /// (``addMember(_:to:by:time:)``). Kept for the answers it gives.
     /// - Throws: `.roomNotFound` when `user` is not a member (whether the room exists or not), `.userNotFound`,

@@ -167,6 +167,7 @@ extension ProjectionState {
         case .memberJoined(let e): rows(e.room, [e.user])
         case .memberAdded(let e): rows(e.room, [e.user])
         case .memberLeft(let e): left(e.user, e.room)
+        case .memberRemoved(let e): left(e.user, e.room)
         case .messageSent(let e): message(e.room, e.message, .added)
         case .messageEdited(let e): message(e.room, e.message, .edited)
         case .messageDeleted(let e): message(e.room, e.message, .deleted)

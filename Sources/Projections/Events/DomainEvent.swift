@@ -33,6 +33,7 @@ public enum DomainEvent: Sendable, Hashable {
     case gratitudeTagged(GratitudeTagged)
     case roomHidden(RoomHidden)
     case memberAdded(MemberAdded)
+    case memberRemoved(MemberRemoved)
 
     /// The payload: the one switch over the cases; everything else asks the payload or its type.
     var payload: any CatalogueEvent {
@@ -64,6 +65,7 @@ public enum DomainEvent: Sendable, Hashable {
             case .gratitudeTagged(let e): e
             case .roomHidden(let e): e
             case .memberAdded(let e): e
+            case .memberRemoved(let e): e
             }
         // A type left out of the registry would fold live but be skipped on replay: tests run with assertions.
         assert(Self.isRegistered(type(of: payload)), "\(type(of: payload)) is not in DomainEvent.eventTypes")
@@ -109,6 +111,7 @@ extension DomainEvent {
         GratitudeTagged.self,
         RoomHidden.self,
         MemberAdded.self,
+        MemberRemoved.self,
     ]
 
     /// The event types by name (the log and JSON name a record's type).

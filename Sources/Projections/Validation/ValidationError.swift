@@ -78,6 +78,8 @@ public struct ValidationError: Error, Sendable, Hashable, CustomStringConvertibl
         public static let messageNotFound = Code("messageNotFound")
         /// Someone other than the sender edits or deletes a message.
         public static let notTheSender = Code("notTheSender")
+        /// Someone other than a group room's owner (its creator) removes a member.
+        public static let notTheOwner = Code("notTheOwner")
         /// The message was deleted; it stays deleted.
         public static let messageDeleted = Code("messageDeleted")
 
