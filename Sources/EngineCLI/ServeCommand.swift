@@ -50,6 +50,12 @@ struct ServeCommand: AsyncParsableCommand {
             "An origin whose browser app may call the API, as the browser sends it: https://app.example.com (repeatable)."
     )
     var corsOrigins: [String] = []
+    @Option(
+        help: """
+            A file of terms refused in users' text (messages, profiles, activities, group names) with 400 \
+            contentFiltered: one a line, whole words, any case; blank lines and lines starting with # are ignored.
+            """)
+    var wordFilter: String?
     @Flag(help: "Development: make a secret if none is given, and print ready tokens with curl examples.")
     var dev = false
     @OptionGroup var store: StoreOptions
@@ -99,6 +105,17 @@ struct ServeCommand: AsyncParsableCommand {
         if let maxConnections { configuration.maximumOpenConnections = maxConnections }
         configuration.maximumOpenConnectionsPerPeer = maxConnectionsPerPeer
         configuration.corsOrigins = corsOrigins
+        if let wordFilter {
+            // Read once, before the server runs: every command is checked against the terms held in memory.
+            let text = try await onDedicatedThread("parley-word-filter") { () throws(CLIError) in
+                do {
+                    return try String(contentsOfFile: wordFilter, encoding: .utf8)
+                } catch {
+                    throw CLIError("cannot read the word filter \(wordFilter): \(error.localizedDescription)")
+                }
+            }
+            configuration.wordFilter = WordFilter(fileContents: text)
+        }
         var logger = Logger(label: "parley")
         logger.logLevel = .notice
         let engine: Engine

@@ -35,6 +35,10 @@ public struct APIError: Error, HTTPResponseError, Sendable {
     static func notFound(_ message: String) -> APIError { APIError(.notFound, "notFound", message) }
     static func badRequest(_ code: String, _ message: String) -> APIError { APIError(.badRequest, code, message) }
     static let stopping = APIError(.serviceUnavailable, "stopping", "the server is stopping; retry on another node")
+    /// A text holds a term of the server's word filter; the message names no term, so it cannot be used to
+    /// read the list.
+    static let contentFiltered = APIError(
+        .badRequest, "contentFiltered", "the text contains a word this server does not accept")
     static let bodyTooLarge = APIError(
         .contentTooLarge, "tooLarge",
         "the body is over the limit of \(ServerConfiguration.maximumBodySize) bytes (1 MiB)")

@@ -55,7 +55,9 @@ enum OpenAPI {
         equal only when their bytes are. A method a path does not take is answered 405 with `Allow` naming the ones \
         it does; an unknown path 404. A request head must arrive whole within the head timeout (10 s by \
         default; else 408) and be at most 64 KiB (else 431); a body over 1 MiB is refused with 413, from its \
-        declared `Content-Length` when it has one.
+        declared `Content-Length` when it has one. A server may refuse words: a message body, profile text, \
+        activity title or description, or group name that holds one is refused with 400 `contentFiltered` \
+        (the message names no word).
         """
 
     private static let liveProtocol = """

@@ -186,6 +186,13 @@ extension API {
         guard engine.isMember(user, of: room) else { throw .notFound("no room \(room) among yours") }
     }
 
+    /// Refuses texts that hold a term of the word filter (400 `contentFiltered`); nil ones pass.
+    func screen(_ texts: [String?]) throws(APIError) {
+        let filter = configuration.wordFilter
+        if filter.isEmpty { return }
+        for case let text? in texts where filter.matches(text) { throw .contentFiltered }
+    }
+
     /// An activity-scoped command's activity, which the caller must host or be invited to: 404 otherwise.
     func requireInvolved(_ user: UserID, _ activity: ActivityID) throws(APIError) {
         let view: ActivityView?
@@ -208,6 +215,7 @@ extension API {
         ) { request, context in
             try await command(request, context, status: .created) { user, body in
                 let b = try JSONBody.decode(SignUpBody.self, from: body)
+                try screen([b.name])
                 let position = try await engine.register(
                     user, method: b.method, phone: b.phone, email: b.email, name: b.name)
                 return Answers.id("user", user.rawValue, position: position)
@@ -222,6 +230,8 @@ extension API {
         ) { request, context in
             try await command(request, context) { user, body in
                 let b = try JSONBody.decode(ProfileBody.self, from: body)
+                try screen([b.name, b.nickname, b.about, b.location?.city])
+                try screen((b.interests ?? []) + (b.dogs ?? []).map(\.name))
                 return Answers.position(
                     try await engine.updateProfile(
                         ProfileUpdated(
@@ -319,6 +329,7 @@ extension API {
         ) { request, context in
             try await command(request, context, status: .created) { user, body in
                 let b = try JSONBody.decode(GroupBody.self, from: body)
+                try screen([b.name])
                 let room = try await engine.createGroup(
                     clientID: b.room, by: user, name: b.name, members: b.members.map(UserID.init))
                 return "{\"room\":\(JSONText.quote(room.rawValue))}"
@@ -389,6 +400,7 @@ extension API {
             return try await command(request, context, status: .created) { user, body in
                 try requireMember(user, room)
                 let b = try JSONBody.decode(MessageBody.self, from: body)
+                try screen([b.body])
                 return Answers.sent(
                     try await engine.sendMessage(
                         in: room, from: user, kind: b.kind ?? .text, body: b.body, media: b.media,
@@ -404,6 +416,7 @@ extension API {
             let recipient = UserID(try context.parameters.id("user"))
             return try await command(request, context, status: .created) { user, body in
                 let b = try JSONBody.decode(MessageBody.self, from: body)
+                try screen([b.body])
                 // The client's id for the room the first message makes, in the caller's own namespace.
                 let room = try b.room.map { clientID throws(ValidationError) in
                     try engine.roomID(named: clientID, by: user, kind: .direct)
@@ -425,6 +438,7 @@ extension API {
             return try await command(request, context) { user, body in
                 try requireMember(user, room)
                 let b = try JSONBody.decode(EditBody.self, from: body)
+                try screen([b.body])
                 return Answers.position(try await engine.editMessage(message, in: room, by: user, body: b.body))
             }
         }
@@ -478,6 +492,7 @@ extension API {
         ) { request, context in
             try await command(request, context, status: .created) { user, body in
                 let b = try JSONBody.decode(ActivityBody.self, from: body)
+                try screen([b.title, b.description])
                 let startsAt = try Times.parse(b.startsAt, field: "startsAt")
                 let endsAt = try Times.parse(optional: b.endsAt, field: "endsAt")
                 let room = try b.room.map { clientID throws(ValidationError) in
@@ -499,6 +514,7 @@ extension API {
             return try await command(request, context) { user, body in
                 try requireInvolved(user, activity)
                 let b = try JSONBody.decode(ActivityPatchBody.self, from: body)
+                try screen([b.title, b.description])
                 let patch = ActivityUpdated(
                     activity: activity, title: b.title, description: b.description,
                     startsAt: try Times.parse(optional: b.startsAt, field: "startsAt"),

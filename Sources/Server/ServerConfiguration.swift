@@ -50,6 +50,9 @@ public struct ServerConfiguration: Sendable {
     /// Origins whose browser apps may call the API (CORS), each as a browser sends it: scheme, host and port
     /// (`https://app.example.com`). None by default: browsers then refuse other origins' calls.
     public var corsOrigins: [String] = []
+    /// Terms refused in users' text (messages, profiles, activities, group names): 400 `contentFiltered`.
+    /// Empty by default.
+    public var wordFilter = WordFilter()
 
     /// The defaults: 127.0.0.1:8080, 100 requests/s per user (bursts of 200).
     public init() {}
