@@ -80,8 +80,29 @@ public struct MemberJoined: CatalogueEvent {
     }
 }
 
+/// A member of a group room, `by`, changing another user's membership (``MemberAdded``, ``MemberRemoved``): both
+/// store the room, the user and `by`, in that order, with one codec.
+protocol MembershipChangeByMember {
+    var room: RoomID { get }
+    var user: UserID { get }
+    var by: UserID { get }
+    init(room: RoomID, user: UserID, by: UserID)
+}
+
+extension MembershipChangeByMember {
+    func write(to writer: inout ByteWriter) {
+        writer.string(room.rawValue)
+        writer.string(user.rawValue)
+        writer.string(by.rawValue)
+    }
+    init(reading reader: inout ByteReader, version: UInt8) throws(ByteReaderError) {
+        self.init(
+            room: RoomID(try reader.string()), user: UserID(try reader.string()), by: UserID(try reader.string()))
+    }
+}
+
 /// A member of a group room, `by`, added `user` to it. Actor: `by`. Stream: `room:<room>`.
-public struct MemberAdded: CatalogueEvent {
+public struct MemberAdded: CatalogueEvent, MembershipChangeByMember {
     /// The event type name in the log.
     public static let typeName = "MemberAdded"
     /// The event type's stable code, its place in ``DomainEvent/eventTypes``.
@@ -106,21 +127,11 @@ public struct MemberAdded: CatalogueEvent {
     public var payloadActor: String? { by.rawValue }
     /// This payload as a ``DomainEvent``.
     public var event: DomainEvent { .memberAdded(self) }
-    func write(to writer: inout ByteWriter) {
-        writer.string(room.rawValue)
-        writer.string(user.rawValue)
-        writer.string(by.rawValue)
-    }
-    init(reading reader: inout ByteReader, version: UInt8) throws(ByteReaderError) {
-        room = RoomID(try reader.string())
-        user = UserID(try reader.string())
-        by = UserID(try reader.string())
-    }
 }
 
 /// The owner of a group room (its creator), `by`, removed `user` from it: the room is gone from `user`'s list as
 /// if they had left. Actor: `by`. Stream: `room:<room>`.
-public struct MemberRemoved: CatalogueEvent {
+public struct MemberRemoved: CatalogueEvent, MembershipChangeByMember {
     /// The event type name in the log.
     public static let typeName = "MemberRemoved"
     /// The event type's stable code, its place in ``DomainEvent/eventTypes``.
@@ -145,16 +156,6 @@ public struct MemberRemoved: CatalogueEvent {
     public var payloadActor: String? { by.rawValue }
     /// This payload as a ``DomainEvent``.
     public var event: DomainEvent { .memberRemoved(self) }
-    func write(to writer: inout ByteWriter) {
-        writer.string(room.rawValue)
-        writer.string(user.rawValue)
-        writer.string(by.rawValue)
-    }
-    init(reading reader: inout ByteReader, version: UInt8) throws(ByteReaderError) {
-        room = RoomID(try reader.string())
-        user = UserID(try reader.string())
-        by = UserID(try reader.string())
-    }
 }
 
 /// `user` left a group room. Actor: `user`.
