@@ -94,3 +94,60 @@ extension JetStream {
             subject: message.subject, sequence: message.seq, headers: headers, payload: payload, time: message.time)
     }
 }
+
+extension JetStream {
+    /// The first message on `subject` in `stream` at or after sequence `from` (`next_by_subj`); nil when there is
+    /// none.
+    /// - Throws: `.streamNotFound`, API and connection errors.
+    public func nextMessage(stream: String, subject: String, from sequence: UInt64) async throws(JetStreamError)
+        -> StoredMessage?
+    {
+        struct Request: Encodable {
+            var sequence: UInt64
+            var subject: String
+            enum CodingKeys: String, CodingKey {
+                case sequence = "seq"
+                case subject = "next_by_subj"
+            }
+        }
+        return try await getMessage(
+            stream: stream, body: Self.encode(Request(sequence: max(1, sequence), subject: subject)),
+            doing: "reading the first message on \(subject) from \(sequence) of stream \(stream)")
+    }
+
+    /// Deletes the message at `sequence` from `stream` (`$JS.API.STREAM.MSG.DELETE`).
+    ///
+    /// With `erase` (the default) the request leaves out `no_erase`, so every server keeping the stream
+    /// overwrites the message's stored bytes with random data; without it the message is only marked deleted and
+    /// its bytes stay in the files until compaction. Answers false when there was no message there (deleted
+    /// before, or never stored).
+    /// - Throws: `.streamNotFound`, API errors (a stream with `deny_delete` refuses), connection errors.
+    public func deleteMessage(stream: String, sequence: UInt64, erase: Bool = true) async throws(JetStreamError)
+        -> Bool
+    {
+        struct Request: Encodable {
+            var sequence: UInt64
+            var noErase: Bool?
+            enum CodingKeys: String, CodingKey {
+                case sequence = "seq"
+                case noErase = "no_erase"
+            }
+        }
+        struct Response: Decodable { var success: Bool? }
+        let action = "deleting message \(sequence) of stream \(stream)"
+        let response: Response
+        do {
+            response = try await call(
+                "STREAM.MSG.DELETE.\(stream)",
+                body: Self.encode(Request(sequence: sequence, noErase: erase ? nil : true)), as: Response.self,
+                doing: action)
+        } catch  where error.errorCode == 10057 && error.message.contains("no message found") {
+            // JSStreamMsgDeleteFailedF wrapping the store's "no message found": nothing is there to delete.
+            return false
+        }
+        guard response.success == true else {
+            throw JetStreamError(.invalidResponse, "\(action): the server did not say it succeeded")
+        }
+        return true
+    }
+}
