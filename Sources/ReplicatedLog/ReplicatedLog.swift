@@ -142,6 +142,9 @@ public final class ReplicatedLog: EventStore {
     }
 
     public let configuration: Configuration
+    /// The data keys, in a JetStream stream beside the log's (``JetStreamKeyStore``: `<stream>_KEYS`), read when the
+    /// log opens and followed; closed with the log.
+    public let keys: any KeyStore
     let connection: NATSConnection
     let jetStream: JetStream
     /// The most bytes the servers take in one message.
@@ -150,15 +153,17 @@ public final class ReplicatedLog: EventStore {
     private let notifier = CommitNotifier()
     private let roleNotifier = CommitNotifier()
 
-    private init(configuration: Configuration, connection: NATSConnection, maximumMessage: Int) {
+    private init(configuration: Configuration, connection: NATSConnection, maximumMessage: Int, keys: any KeyStore) {
         self.configuration = configuration
+        self.keys = keys
         self.connection = connection
         self.jetStream = JetStream(connection)
         self.maximumMessage = maximumMessage
     }
 
     /// Connects, creates the stream when it is missing (or checks the one there), reads every batch in it, and
-    /// follows it as a follower. Call ``promote()`` to write.
+    /// follows it as a follower; opens the data keys' stream beside it the same way (``keys``). Call
+    /// ``promote()`` to write.
     /// - Throws: `.unavailable` when no server answers, `.corruptBatch` naming the message when the stream
     ///   holds something that is not the next valid batch, `.invalidConfiguration` for a stream set up otherwise.
     public static func open(_ configuration: Configuration) async throws(EventLogError) -> ReplicatedLog {
@@ -178,12 +183,21 @@ public final class ReplicatedLog: EventStore {
             throw EventLogError(
                 .unavailable, "no NATS server of \(describe(configuration.servers)) answered: \(error)", cause: error)
         }
+        let keys: JetStreamKeyStore
+        do {
+            keys = try await JetStreamKeyStore.open(
+                JetStreamKeyStore.Configuration(log: configuration), jetStream: JetStream(connection))
+        } catch {
+            await connection.close()
+            throw error
+        }
         let log = ReplicatedLog(
-            configuration: configuration, connection: connection, maximumMessage: 1 << 20)
+            configuration: configuration, connection: connection, maximumMessage: 1 << 20, keys: keys)
         do {
             try await log.prepareStream()
             try await log.catchUp()
         } catch {
+            try? keys.close()
             await connection.close()
             throw error
         }
@@ -740,6 +754,7 @@ public final class ReplicatedLog: EventStore {
         for task in tasks { task.cancel() }
         notifier.close()
         roleNotifier.close()
+        try? keys.close()
         let connection = self.connection
         Task { await connection.close() }
     }
