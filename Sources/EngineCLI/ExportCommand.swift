@@ -41,7 +41,7 @@ struct ExportCommand: ParsableCommand {
         var buffer = Data()
         var done = 0
         try log.forEach(from: Position(first)) { record in
-            let envelope = try EventEnvelope(record: record)
+            let envelope = try EventEnvelope(record: record, keys: log.keys)
             buffer.append(contentsOf: envelope.jsonLine().utf8)
             buffer.append(0x0A)
             done += 1

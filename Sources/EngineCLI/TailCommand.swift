@@ -50,7 +50,7 @@ struct TailCommand: AsyncParsableCommand {
                 case .record(let record):
                     if let type, record.type != type { continue }
                     do {
-                        pending.append(try EventEnvelope(record: record).jsonLine())
+                        pending.append(try EventEnvelope(record: record, keys: log.keys).jsonLine())
                     } catch {
                         throw CLIError("position \(record.position) (\(record.type)) does not decode: \(error.message)")
                     }

@@ -277,9 +277,16 @@ extension EventLog {
         report.notes = follower.notes
         follower.notes = []
         let placeholder = try FileDescriptor.open(directory, flags: O_RDONLY | O_DIRECTORY)
+        // A log written before its writer kept keys has none: nothing in it is sealed.
+        let keys: any KeyStore
+        do {
+            keys = try FileKeyStore.openReadOnly(directory: directory)
+        } catch  where error.code == .notFound {
+            keys = MemoryKeyStore()
+        }
         let log = EventLog(
             directory: directory, configuration: configuration, report: report, lockFile: nil, index: index,
-            writer: WriterState.idle(directory: directory, file: placeholder),
+            writer: WriterState.idle(directory: directory, file: placeholder), keys: keys,
             readOnly: ReadOnlyFollow(follower: follower, headFile: headFile, isLive: isLive))
         log.startFollowing()
         return log

@@ -106,13 +106,17 @@ public final class EventLog: @unchecked Sendable {
     let lifecycle = PlainMutex(Lifecycle.open)
     /// The records grouped by actor, for reading all of one actor's (built by the writer, off the append path).
     let actorIndex: ActorIndex
+    /// The data keys in `parley.keys` beside the segments (``FileKeyStore``): the writer's, or a reader's copy.
+    public let keys: any KeyStore
 
     enum Lifecycle { case open, closed }
 
     init(
         directory: String, configuration: Configuration, report: OpenReport, lockFile: FileDescriptor?,
-        index: LogIndex, writer: WriterState, headFile: FileDescriptor? = nil, readOnly: ReadOnlyFollow? = nil
+        index: LogIndex, writer: WriterState, keys: any KeyStore, headFile: FileDescriptor? = nil,
+        readOnly: ReadOnlyFollow? = nil
     ) {
+        self.keys = keys
         self.directory = directory
         self.configuration = configuration
         self.openReport = report
@@ -220,6 +224,8 @@ public final class EventLog: @unchecked Sendable {
         let writer = try WriterState.prepare(directory: directory, index: &index)
         let headFile = try FileDescriptor.open(directory + "/" + HeadFile.name, flags: O_RDWR | O_CREAT)
         try headFile.write(HeadFile.encode(position: index.committed, digest: index.committedDigest), at: 0)
+        // After parley.state: a directory holding keys is a log, and a creation cut short never leaves them.
+        let keys = try FileKeyStore.open(directory: directory)
         // A snapshot write that a crash interrupted leaves its temporary file, as large as a snapshot.
         for name in names where EventLog.isSnapshotLeftover(name) {
             guard (try? FileSystem.remove(directory + "/" + name)) != nil else { continue }
@@ -227,7 +233,7 @@ public final class EventLog: @unchecked Sendable {
         }
         let log = EventLog(
             directory: directory, configuration: configuration, report: report, lockFile: lockFile, index: index,
-            writer: writer, headFile: headFile)
+            writer: writer, keys: keys, headFile: headFile)
         // The actor index is checked against the log before the first append or query can use it.
         log.actorIndex.open(log: log, names: names)
         log.startThreads()
@@ -263,6 +269,7 @@ public final class EventLog: @unchecked Sendable {
             return state == .open
         }
         guard wasOpen else { return }
+        defer { try? keys.close() }
         if let readOnly {
             closeReadOnly(readOnly)
             return

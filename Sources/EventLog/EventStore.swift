@@ -20,6 +20,10 @@ public protocol EventStore: AnyObject, Sendable {
     /// Where the store lives, for messages (a directory, a URL, "memory").
     var location: String { get }
 
+    /// The per-user data keys that seal this store's personal fields (docs/ERASURE.md): kept beside the log,
+    /// written by its writer, read by every reader that opens seals. Closed with the store.
+    var keys: any KeyStore { get }
+
     /// Hands one atomic append to the store; `completion` runs once the records are durable or have failed.
     ///
     /// Returns without waiting. Calls are positioned in the order they are made. `completion` may run before

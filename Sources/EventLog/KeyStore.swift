@@ -134,7 +134,7 @@ public struct DataKey: Sendable, Equatable {
 
 /// Overwrites `bytes` with zeros in a way the optimiser keeps (a buffer that held keys or personal plaintext, before
 /// it is freed). Best effort: copies the array made earlier are not reached.
-func wipe(_ bytes: inout [UInt8]) {
+package func wipe(_ bytes: inout [UInt8]) {
     bytes.withUnsafeMutableBytes { raw in
         guard let base = raw.baseAddress, raw.count > 0 else { return }
         #if canImport(Glibc)

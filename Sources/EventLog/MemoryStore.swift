@@ -40,6 +40,9 @@ public final class MemoryStore: EventStore {
     /// Held by the thread delivering the outbox, so that answers reach callers in position order.
     private let delivering = PlainMutex(())
 
+    /// The data keys, in memory like the records.
+    public let keys: any KeyStore = MemoryKeyStore()
+
     /// An empty store.
     public init() {}
 
@@ -239,6 +242,7 @@ public final class MemoryStore: EventStore {
         }
         notifier.close()
         deliver()
+        try? keys.close()
     }
 
     // MARK: Snapshots

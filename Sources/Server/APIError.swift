@@ -51,7 +51,7 @@ public struct APIError: Error, HTTPResponseError, Sendable {
     init(_ error: ValidationError) {
         let status: HTTPResponse.Status
         switch error.code {
-        case .userNotFound, .roomNotFound, .messageNotFound, .activityNotFound, .feelingNotFound:
+        case .userNotFound, .roomNotFound, .messageNotFound, .activityNotFound, .feelingNotFound, .userErased:
             status = .notFound
         case .duplicateID, .conflictingID, .directRoomExists, .alreadyMember:
             status = .conflict

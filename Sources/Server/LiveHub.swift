@@ -332,7 +332,7 @@ final class LiveHub: Sendable {
     }
 
     private func fanOut(_ record: Record) {
-        guard let envelope = try? EventEnvelope(record: record) else {
+        guard let envelope = try? EventEnvelope(record: record, keys: engine.store.keys) else {
             logger.error("live fan-out skipped an event it cannot decode", metadata: ["position": "\(record.position)"])
             return
         }
@@ -467,7 +467,7 @@ final class LiveHub: Sendable {
                 !records.isEmpty
             else { return nil }
             for record in records where record.position.rawValue <= hub {
-                guard let envelope = try? EventEnvelope(record: record) else { continue }
+                guard let envelope = try? EventEnvelope(record: record, keys: engine.store.keys) else { continue }
                 let touches = engine.touches(of: envelope.event)
                 let position = record.position.rawValue
                 switch topic {

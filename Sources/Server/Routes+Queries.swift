@@ -214,7 +214,7 @@ extension API {
             }
             var text = ""
             for record in records {
-                guard let envelope = try? EventEnvelope(record: record) else {
+                guard let envelope = try? EventEnvelope(record: record, keys: engine.store.keys) else {
                     throw APIError(
                         .internalServerError, "undecodable", "the event at position \(record.position) does not decode")
                 }

@@ -46,13 +46,14 @@ import Testing
         try importIntoAFullDisk(withIDs: true)
     }
 
-    /// 60,000 events (1.6-2.5 MB of log) into a 3 MB tmpfs whose filler leaves 1.2 MB free: the import stops
-    /// after a few chunks of 10,000. Then the filler goes and the import is resumed as the error says.
+    /// 60,000 sign-ups (about 2.5-3.5 MB of log and 3.3 MB of data keys) into an 8 MB tmpfs whose filler leaves
+    /// 2.4 MB free: the import stops after a few chunks of 10,000. Then the filler goes and the import is resumed as
+    /// the error says.
     func importIntoAFullDisk(withIDs: Bool) throws {
         let sandbox = try Sandbox()
-        let disk = try SmallFileSystem(megabytes: 3)
+        let disk = try SmallFileSystem(megabytes: 8)
         defer { disk.unmount() }
-        let filler = try disk.fill("filler", bytes: disk.freeBytes - 1_200_000)
+        let filler = try disk.fill("filler", bytes: disk.freeBytes - 2_400_000)
         let directory = disk.path + "/data"
         let total = 60_000
         let file = try sandbox.file("users.jsonl", Self.registrations(total, withIDs: withIDs))

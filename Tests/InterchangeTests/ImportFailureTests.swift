@@ -54,7 +54,10 @@ import Testing
         let outcome = try rest.append(to: reopened, keepingValidParts: false)
         #expect(outcome.appended == 5_000)
         let users = try reopened.store.read(from: .first, limit: .max).map { record in
-            guard case .userRegistered(let registered) = try EventEnvelope(record: record).event else { return "" }
+            guard
+                case .userRegistered(let registered) = try EventEnvelope(record: record, keys: reopened.store.keys)
+                    .event
+            else { return "" }
             return registered.user.rawValue
         }
         #expect(users == (0..<25_000).map { "u\($0)" })

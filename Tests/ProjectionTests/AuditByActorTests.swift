@@ -17,7 +17,7 @@ import Testing
         try engine.store.read(from: .first, limit: .max).filter { $0.actor == actor }.map { record in
             AuditEntry(
                 position: record.position, time: record.time, actor: record.actor, type: record.type,
-                stream: record.stream.rawValue, event: try? EventEnvelope(record: record))
+                stream: record.stream.rawValue, event: try? EventEnvelope(record: record, keys: engine.store.keys))
         }
     }
 

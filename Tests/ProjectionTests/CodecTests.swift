@@ -48,6 +48,7 @@ let sampleEvents: [DomainEvent] = [
     .roomHidden(RoomHidden(room: "r1", user: "u2")),
     .memberAdded(MemberAdded(room: "r1", user: "u3", by: "u1")),
     .memberRemoved(MemberRemoved(room: "r1", user: "u3", by: "u1")),
+    .userErased(UserErased(user: "u3")),
 ]
 
 /// The bytes of every sample at schema version 1, as stored in logs written by the first release.
@@ -83,12 +84,13 @@ let version1Fixtures: [String: String] = [
     "RSVPGiven": "0102613102753201",
     "FeelingDefined": "01036a6f79034a6f7904f09f988a",
     "GratitudeTagged": "01026731027531034d6f6d115468616e6b7320666f722064696e6e6572036a6f79",
+    "UserErased": "01027533",
 ]
 
 @Suite(.onTestThreads) struct CodecTests {
     @Test func everyEventTypeHasASample() {
         #expect(Set(sampleEvents.map(\.typeName)) == Set(DomainEvent.typeNames))
-        #expect(DomainEvent.typeNames.count == 27)
+        #expect(DomainEvent.typeNames.count == 28)
     }
 
     @Test func binaryFormRoundTrips() throws {
@@ -99,7 +101,7 @@ let version1Fixtures: [String: String] = [
     }
 
     @Test func storedVersion1BytesStillDecode() throws {
-        #expect(version1Fixtures.count == 27)
+        #expect(version1Fixtures.count == 28)
         for event in sampleEvents {
             let stored = try #require(version1Fixtures[event.typeName])
             #expect(try DomainEvent.decode(type: event.typeName, payload: bytes(hex: stored)) == event)
@@ -128,6 +130,46 @@ let version1Fixtures: [String: String] = [
         } catch {
             #expect(error.code == .unknownEventType)
         }
+    }
+
+    /// A sealed payload (docs/ERASURE.md) holds every field but the personal ones in the clear, and a seal that opens
+    /// with the owner's key into the event as given; with the key gone the fields stay empty, and JSON says so.
+    @Test func sealedPayloadsOpenWithTheOwnersKeyOnly() throws {
+        let keys = MemoryKeyStore()
+        let state = ProjectionState()
+        for event in sampleEvents {
+            guard let personal = event.personal else { continue }
+            let owner = personal.payloadActor ?? "u1"
+            let (stored, _) = try Engine.seal(
+                event,
+                record: ProposedRecord(
+                    stream: StreamName(event.stream), type: event.typeName, actor: owner, time: 0, payload: []),
+                in: state, keys: keys)
+            #expect(stored.first == sealedPayloadMarker)
+            let decoded = try DomainEvent.decode(type: event.typeName, payload: stored)
+            #expect(decoded.isSealed)
+            #expect(decoded.opened(with: PersonalKeys(keys), owner: UserID(owner)) == event, "\(event.typeName)")
+            // Another user's key does not open it.
+            _ = try keys.createKey(for: KeyOwner("intruder"))
+            #expect(
+                decoded.opened(with: PersonalKeys(keys), owner: "intruder").isSealed || personal.payloadActor != nil)
+        }
+        let sent = sampleEvents.first { $0.typeName == "MessageSent" }!
+        let (stored, _) = try Engine.seal(
+            sent,
+            record: ProposedRecord(
+                stream: StreamName(sent.stream), type: sent.typeName, actor: "u1", time: 0, payload: []),
+            in: state, keys: keys)
+        try keys.destroyKey(for: KeyOwner("u1"))
+        let envelope = try EventEnvelope(
+            record: Record(
+                position: Position(1), id: EventID.derived(from: "x"), time: 0, stream: StreamName(sent.stream),
+                streamVersion: StreamVersion(1), type: sent.typeName, actor: "u1", payload: stored),
+            keys: keys)
+        #expect(envelope.event.isSealed)
+        let line = envelope.jsonLine()
+        #expect(line.contains("\"erased\":true"))
+        #expect(!line.contains("look"))
     }
 
     @Test func jsonLinesRoundTrip() throws {

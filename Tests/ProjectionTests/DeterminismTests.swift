@@ -242,11 +242,11 @@ func sampleAnswers(_ engine: Engine) throws -> String {
         try await withEngine { engine, _ in
             var driver = RandomDriver(seed: 11)
             for _ in 0..<2500 { await driver.step(engine) }
-            var whole = ProjectionState()
+            var whole = ProjectionState(keys: PersonalKeys(engine.store.keys))
             try Engine.fold(store: engine.store, into: &whole)
             #expect(whole.position == engine.store.head.rawValue)
             #expect(try whole.digest() == engine.stateDigest)
-            var partial = ProjectionState()
+            var partial = ProjectionState(keys: PersonalKeys(engine.store.keys))
             for record in try engine.store.read(from: .first, limit: 700) { partial.fold(record) }
             try Engine.fold(store: engine.store, into: &partial)
             #expect(partial.digest() == whole.digest())
@@ -259,10 +259,12 @@ func sampleAnswers(_ engine: Engine) throws -> String {
             for _ in 0..<300 { await driver.step(engine) }
             let state = engine.durable.read { (state: borrowing ProjectionState) in copy state }
             let bytes = state.encodedState()
-            let decoded = try ProjectionState(encodedState: bytes)
+            let decoded = try ProjectionState(encodedState: bytes, keys: state.keys)
             #expect(decoded.encodedState() == bytes)
             #expect(try decoded.digest() == engine.stateDigest)
-            #expect(throws: ByteReaderError.self) { try ProjectionState(encodedState: Array(bytes.dropLast(4))) }
+            #expect(throws: ByteReaderError.self) {
+                try ProjectionState(encodedState: Array(bytes.dropLast(4)), keys: nil)
+            }
             // The digest hashes the encoding in pieces; the pieces make exactly the whole, and the digest is the
             // two FNV-1a hashes of the whole (the second started with 0x5a), as written out here.
             for size in [1, 64, 1 << 18] {

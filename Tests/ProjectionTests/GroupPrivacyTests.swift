@@ -284,7 +284,7 @@ import Testing
             let answers = try people.map { try e.rooms($0) }
             _ = try e.writeSnapshot()
             let state = e.durable.read { (s: borrowing ProjectionState) in copy s }
-            #expect(try ProjectionState(encodedState: state.encodedState()).digest() == digest)
+            #expect(try ProjectionState(encodedState: state.encodedState(), keys: state.keys).digest() == digest)
             #expect(try e.replayDigest() == digest)
             #expect(try people.map { try e.rooms($0) } == answers)
             _ = directory

@@ -91,6 +91,8 @@ import Testing
         try await withEngine { engine, directory in
             let log = try #require(engine.store as? EventLog)
             let acknowledged = log.headDigest
+            // The user's data key is made first, so that the sync that fails is the log's.
+            _ = try engine.store.keys.createKey(for: KeyOwner("u10"))
             // The group is written, then its sync fails: its bytes are on disk, and were never acknowledged.
             SystemCallFaults.inject(.syncData, under: directory, errno: EIO, times: 1)
             let failed = try #require(await failure(engine, "u10"))

@@ -19,6 +19,7 @@ final class UnfoldableStore: EventStore {
     init(_ log: EventLog) { self.log = log }
 
     var location: String { log.location }
+    var keys: any KeyStore { log.keys }
     var head: Position { log.head }
     var headDigest: String { log.headDigest }
     func submit(

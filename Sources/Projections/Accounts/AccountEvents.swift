@@ -16,6 +16,10 @@ public struct UserRegistered: CatalogueEvent {
     public var email: String?
     /// The name.
     public var name: String?
+    /// The seal holding the personal fields while they are not opened (docs/ERASURE.md); nil in the clear.
+    var sealed: [UInt8]? = nil
+
+    enum CodingKeys: String, CodingKey { case user, method, phone, email, name }
 
     /// Makes a value from its fields.
     public init(
@@ -111,6 +115,8 @@ public struct ProfileUpdated: CatalogueEvent {
     public var dogs: [Dog]?
     /// Fields the patch clears (back to no value, or an empty list); a field both set and cleared is set.
     public var cleared: Set<ProfileField>
+    /// The seal holding the personal fields while they are not opened (docs/ERASURE.md); nil in the clear.
+    var sealed: [UInt8]? = nil
 
     /// Makes a value from its fields.
     public init(

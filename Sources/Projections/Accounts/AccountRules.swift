@@ -4,6 +4,9 @@ extension UserRegistered {
         try state.requireActor(actor, user)
         try state.checkID(user.rawValue, "user")
         if state.registeredUser(user) != nil { throw ValidationError(.duplicateID, "user \(user) already exists") }
+        if let index = state.users.index(of: user.rawValue), state.accounts.users[Int(index)].isErased {
+            throw ValidationError(.userErased, "user \(user) was erased: the id can never be registered again")
+        }
         if method == .phone, phone == nil {
             throw ValidationError(.missingContact, "user \(user) signs up by phone but gives no phone number")
         }

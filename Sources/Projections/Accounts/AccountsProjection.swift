@@ -1,6 +1,10 @@
+import EventLog
+
 /// One user's account and profile as the projections hold it.
 struct UserRecord: Equatable {
     var isRegistered = false
+    /// Erased (``UserErased``): not registered, never again; every personal field empty.
+    var isErased = false
     var method: RegistrationMethod = .import
     var phone: String?
     var email: String?
@@ -27,7 +31,7 @@ struct AccountsProjection {
 
     mutating func fold(_ event: UserRegistered, user: Int32, time: Int64) {
         var record = users[Int(user)]
-        guard !record.isRegistered else { return }
+        guard !record.isRegistered, !record.isErased else { return }
         record.isRegistered = true
         record.method = event.method
         record.phone = event.phone
@@ -70,29 +74,33 @@ struct AccountsProjection {
 
     // MARK: Snapshot
 
-    func write(to writer: inout ByteWriter) {
+    /// Writes the accounts; each user's personal fields through ``ByteWriter/personal(_:owner:_:)`` (sealed
+    /// under their key when `keys` is given).
+    func write(to writer: inout ByteWriter, keys: PersonalKeys?, ids: Interner) {
         writer.count(users.count)
-        for user in users {
-            writer.bool(user.isRegistered)
+        for (index, user) in users.enumerated() {
+            writer.byte((user.isRegistered ? 1 : 0) | (user.isErased ? 2 : 0))
             writer.rawEnum(user.method)
-            writer.optionalString(user.phone)
-            writer.optionalString(user.email)
-            writer.optionalString(user.name)
-            writer.optionalString(user.nickname)
-            writer.optionalString(user.photoURL)
-            writer.optionalString(user.about)
-            writer.bool(user.location != nil)
-            if let location = user.location {
-                writer.optionalString(location.city)
-                writer.optionalDouble(location.lat)
-                writer.optionalDouble(location.lon)
-            }
-            writer.strings(user.interests)
-            writer.count(user.dogs.count)
-            for dog in user.dogs {
-                writer.string(dog.name)
-                writer.optionalString(dog.breed)
-                writer.optionalSigned(dog.ageYears.map(Int64.init))
+            writer.personal(keys, owner: ids[Int32(index)]) { writer in
+                writer.optionalString(user.phone)
+                writer.optionalString(user.email)
+                writer.optionalString(user.name)
+                writer.optionalString(user.nickname)
+                writer.optionalString(user.photoURL)
+                writer.optionalString(user.about)
+                writer.bool(user.location != nil)
+                if let location = user.location {
+                    writer.optionalString(location.city)
+                    writer.optionalDouble(location.lat)
+                    writer.optionalDouble(location.lon)
+                }
+                writer.strings(user.interests)
+                writer.count(user.dogs.count)
+                for dog in user.dogs {
+                    writer.string(dog.name)
+                    writer.optionalString(dog.breed)
+                    writer.optionalSigned(dog.ageYears.map(Int64.init))
+                }
             }
             writer.signed(user.registeredAt)
         }
@@ -100,31 +108,36 @@ struct AccountsProjection {
 
     init() {}
 
-    init(reading reader: inout ByteReader) throws(ByteReaderError) {
+    init(reading reader: inout ByteReader, keys: PersonalKeys?, ids: Interner) throws(ByteReaderError) {
         let n = try reader.count()
+        guard n <= ids.count else { throw ByteReaderError(description: "\(n) accounts for \(ids.count) users") }
         users.reserveCapacity(n)
         for index in 0..<n {
             var user = UserRecord()
-            user.isRegistered = try reader.bool()
+            let flags = try reader.byte()
+            user.isRegistered = flags & 1 != 0
+            user.isErased = flags & 2 != 0
             user.method = try reader.rawEnum(RegistrationMethod.self)
-            user.phone = try reader.optionalString()
-            user.email = try reader.optionalString()
-            user.name = try reader.optionalString()
-            user.nickname = try reader.optionalString()
-            user.photoURL = try reader.optionalString()
-            user.about = try reader.optionalString()
-            if try reader.bool() {
-                user.location = Location(
-                    city: try reader.optionalString(), lat: try reader.optionalDouble(),
-                    lon: try reader.optionalDouble())
-            }
-            user.interests = try reader.strings()
-            let dogs = try reader.count()
-            for _ in 0..<dogs {
-                user.dogs.append(
-                    Dog(
-                        name: try reader.string(), breed: try reader.optionalString(),
-                        ageYears: try reader.optionalSigned().map { Int($0) }))
+            try reader.personal(keys, owner: ids[Int32(index)]) { (reader: inout ByteReader) throws(ByteReaderError) in
+                user.phone = try reader.optionalString()
+                user.email = try reader.optionalString()
+                user.name = try reader.optionalString()
+                user.nickname = try reader.optionalString()
+                user.photoURL = try reader.optionalString()
+                user.about = try reader.optionalString()
+                if try reader.bool() {
+                    user.location = Location(
+                        city: try reader.optionalString(), lat: try reader.optionalDouble(),
+                        lon: try reader.optionalDouble())
+                }
+                user.interests = try reader.strings()
+                let dogs = try reader.count()
+                for _ in 0..<dogs {
+                    user.dogs.append(
+                        Dog(
+                            name: try reader.string(), breed: try reader.optionalString(),
+                            ageYears: try reader.optionalSigned().map { Int($0) }))
+                }
             }
             user.registeredAt = try reader.signed()
             users.append(user)

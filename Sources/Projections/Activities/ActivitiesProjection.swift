@@ -1,3 +1,5 @@
+import EventLog
+
 /// A guest's state on an activity.
 public enum GuestState: String, Sendable, Hashable, Codable, CaseIterable {
     case invited, going, maybe, declined
@@ -101,16 +103,20 @@ struct ActivitiesProjection {
 
     // MARK: Snapshot
 
-    func write(to writer: inout ByteWriter) {
+    /// Writes the section; each activity's title, description and place through
+    /// ``ByteWriter/personal(_:owner:_:)`` (sealed under the host's key when `keys` is given).
+    func write(to writer: inout ByteWriter, keys: PersonalKeys?, ids: Interner) {
         writer.count(activities.count)
         for activity in activities {
             writer.signed(Int64(activity.host))
             writer.rawEnum(activity.kind)
-            writer.string(activity.title)
-            writer.optionalString(activity.description)
+            writer.personal(keys, owner: ids[activity.host]) { writer in
+                writer.string(activity.title)
+                writer.optionalString(activity.description)
+                writer.optionalString(activity.place)
+            }
             writer.signed(activity.startsAt)
             writer.optionalSigned(activity.endsAt)
-            writer.optionalString(activity.place)
             writer.bool(activity.isCancelled)
             writer.signed(Int64(activity.room))
             writer.count(activity.guests.count)
@@ -121,14 +127,26 @@ struct ActivitiesProjection {
         }
     }
 
-    init(reading reader: inout ByteReader, userCount: Int) throws(ByteReaderError) {
+    init(reading reader: inout ByteReader, userCount: Int, keys: PersonalKeys?, ids: Interner)
+        throws(ByteReaderError)
+    {
         userActivities = Array(repeating: [], count: userCount)
         let n = try reader.count()
         for index in 0..<n {
+            let host = try reader.int32()
+            guard host >= 0, Int(host) < userCount else { throw ByteReaderError(description: "bad host \(host)") }
+            let kind = try reader.rawEnum(ActivityKind.self)
+            var title = ""
+            var description: String?
+            var place: String?
+            try reader.personal(keys, owner: ids[host]) { (fields: inout ByteReader) throws(ByteReaderError) in
+                title = try fields.string()
+                description = try fields.optionalString()
+                place = try fields.optionalString()
+            }
             var activity = ActivityRecord(
-                host: try reader.int32(), kind: try reader.rawEnum(ActivityKind.self), title: try reader.string(),
-                description: try reader.optionalString(), startsAt: try reader.signed(),
-                endsAt: try reader.optionalSigned(), place: try reader.optionalString(), isCancelled: try reader.bool(),
+                host: host, kind: kind, title: title, description: description, startsAt: try reader.signed(),
+                endsAt: try reader.optionalSigned(), place: place, isCancelled: try reader.bool(),
                 room: try reader.int32())
             let guests = try reader.count()
             for _ in 0..<guests {

@@ -25,6 +25,8 @@ public struct ActivityHosted: CatalogueEvent {
     public var place: String?
     /// The room.
     public var room: RoomID
+    /// The seal holding the personal fields while they are not opened (docs/ERASURE.md); nil in the clear.
+    var sealed: [UInt8]? = nil
 
     /// Makes a value from its fields.
     public init(
@@ -122,6 +124,8 @@ public struct ActivityUpdated: CatalogueEvent {
     public var endsAt: Int64?
     /// Where, if given.
     public var place: String?
+    /// The seal holding the personal fields while they are not opened (docs/ERASURE.md); nil in the clear.
+    var sealed: [UInt8]? = nil
 
     /// Makes a value from its fields.
     public init(

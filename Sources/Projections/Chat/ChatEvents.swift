@@ -16,6 +16,10 @@ public struct RoomCreated: CatalogueEvent {
     public var members: [UserID]
     /// The name.
     public var name: String?
+    /// The seal holding the personal fields while they are not opened (docs/ERASURE.md); nil in the clear.
+    var sealed: [UInt8]? = nil
+
+    enum CodingKeys: String, CodingKey { case room, kind, by, members, name }
     /// Makes a value from its fields.
     public init(room: RoomID, kind: RoomKind, by: UserID, members: [UserID], name: String? = nil) {
         self.room = room
@@ -261,6 +265,10 @@ public struct MessageSent: CatalogueEvent {
     public var replyTo: MessageID?
     /// The sender's display name at the time, if given.
     public var senderName: String?
+    /// The seal holding the personal fields while they are not opened (docs/ERASURE.md); nil in the clear.
+    var sealed: [UInt8]? = nil
+
+    enum CodingKeys: String, CodingKey { case room, message, sender, kind, body, media, replyTo, senderName }
     /// Makes a value from its fields.
     public init(
         room: RoomID, message: MessageID, sender: UserID, kind: MessageKind, body: String? = nil, media: Media? = nil,
@@ -318,6 +326,10 @@ public struct MessageEdited: CatalogueEvent {
     public var message: MessageID
     /// The text, if any.
     public var body: String
+    /// The seal holding the personal fields while they are not opened (docs/ERASURE.md); nil in the clear.
+    var sealed: [UInt8]? = nil
+
+    enum CodingKeys: String, CodingKey { case room, message, body }
     /// Makes a value from its fields.
     public init(room: RoomID, message: MessageID, body: String) {
         self.room = room

@@ -57,7 +57,7 @@ extension MessageSent {
         guard isNew else { return }
         state.chat.sent(
             message: messageIndex, room: roomIndex, sender: senderIndex, kind: kind, body: body, media: media,
-            replyTo: replyTo?.rawValue, position: position, time: time,
+            sealed: sealed, replyTo: replyTo?.rawValue, position: position, time: time,
             blockers: state.graph.blockedBy[Int(senderIndex)])
     }
 }
@@ -65,7 +65,7 @@ extension MessageSent {
 extension MessageEdited {
     func apply(to state: inout ProjectionState, position: UInt64, time: Int64) {
         guard let index = state.messageIDs.index(of: message.rawValue) else { return }
-        state.chat.edited(index, body: body)
+        state.chat.edited(index, body: body, sealed: sealed)
     }
 }
 

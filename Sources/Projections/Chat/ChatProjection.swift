@@ -35,7 +35,8 @@ struct RoomRecord: Equatable {
 struct MessageRecord: Equatable {
     var room: Int32
     var sender: Int32
-    /// Index into ``ChatProjection/media``, or -1: media sit in a side table to keep this record small.
+    /// Index into ``ChatProjection/media``, or -1: media sit in a side table to keep this record small. For a
+    /// sealed message (``isSealed``), the index of its seal in ``ChatProjection/seals`` instead.
     var media: Int32 = -1
     /// Index into ``ChatProjection/replies`` (the id replied to), or -1; a side table for the same reason.
     var replyTo: Int32 = -1
@@ -45,6 +46,9 @@ struct MessageRecord: Equatable {
     var kind: MessageKind
     var isEdited = false
     var isDeleted = false
+    /// Whether the body, media and sender's name are in a seal (``ChatProjection/seals``), opened by queries.
+    var isSealed = false
+    /// The body of a message written in the clear (a log older than sealing), else nil.
     var body: String?
     var time: Int64
     var position: UInt64
@@ -65,6 +69,11 @@ struct ChatProjection {
     var media: [Media] = []
     /// The ids that messages reply to, as given (they need not name a known message).
     var replies: [String] = []
+    /// Sealed messages' personal fields (``MessageSent``'s seal), by ``MessageRecord/media``; emptied when the
+    /// message is deleted or its sender erased.
+    var seals: [[UInt8]] = []
+    /// The seal of each sealed message's latest edit (``MessageEdited``'s), by message.
+    var editSeals: [Int32: [UInt8]] = [:]
     /// The rooms each user is a member of now (derived from room members).
     var userRooms: [Set<Int32>] = []
     /// Direct room per unordered pair of users (derived).
@@ -111,11 +120,14 @@ struct ChatProjection {
     /// are the users who blocked the sender (it is hidden from them: it comes after their block).
     mutating func sent(
         message: Int32, room: Int32, sender: Int32, kind: MessageKind, body: String?, media attached: Media?,
-        replyTo: String?, position: UInt64, time: Int64, blockers: Set<Int32>
+        sealed: [UInt8]? = nil, replyTo: String?, position: UInt64, time: Int64, blockers: Set<Int32>
     ) {
         precondition(Int(message) == messages.count, "messages are added in interning order")
         var mediaIndex: Int32 = -1
-        if let attached {
+        if let sealed {
+            mediaIndex = Int32(seals.count)
+            seals.append(sealed)
+        } else if let attached {
             mediaIndex = Int32(media.count)
             media.append(attached)
         }
@@ -126,8 +138,8 @@ struct ChatProjection {
         }
         messages.append(
             MessageRecord(
-                room: room, sender: sender, media: mediaIndex, replyTo: replyIndex, kind: kind, body: body, time: time,
-                position: position))
+                room: room, sender: sender, media: mediaIndex, replyTo: replyIndex, kind: kind,
+                isSealed: sealed != nil, body: sealed == nil ? body : nil, time: time, position: position))
         let r = Int(room)
         messages[Int(message)].previous = rooms[r].lastMessage
         rooms[r].lastMessage = message
@@ -142,17 +154,34 @@ struct ChatProjection {
         }
     }
 
-    mutating func edited(_ message: Int32, body: String) {
-        messages[Int(message)].body = body
+    /// Sets the message's body: `sealed` (an edit's seal), or `body` in the clear (a log older than sealing).
+    mutating func edited(_ message: Int32, body: String, sealed: [UInt8]?) {
+        guard !messages[Int(message)].isDeleted else { return }
+        if let sealed {
+            editSeals[message] = sealed
+            messages[Int(message)].body = nil
+        } else {
+            editSeals[message] = nil
+            messages[Int(message)].body = body
+        }
         messages[Int(message)].isEdited = true
+    }
+
+    /// Forgets what the message said (deleted, or its sender erased): body, media, seals.
+    mutating func forgetContent(_ message: Int32) {
+        let m = messages[Int(message)]
+        if m.isSealed, m.media >= 0 { seals[Int(m.media)] = [] }
+        editSeals[message] = nil
+        messages[Int(message)].isSealed = false
+        messages[Int(message)].body = nil
+        messages[Int(message)].media = -1
     }
 
     mutating func deleted(_ message: Int32, graph: GraphProjection) {
         let m = messages[Int(message)]
         guard !m.isDeleted else { return }
         messages[Int(message)].isDeleted = true
-        messages[Int(message)].body = nil
-        messages[Int(message)].media = -1
+        forgetContent(message)
         let r = Int(m.room)
         rooms[r].liveMessageCount -= 1
         for index in rooms[r].members.indices
@@ -229,16 +258,27 @@ struct ChatProjection {
 
     /// Writes the chat's snapshot section; `flush` is called before each room and message, so that a caller
     /// may take the bytes written so far.
-    func write(to writer: inout ByteWriter, flushing flush: (inout ByteWriter) -> Void = { _ in }) {
+    /// A group's name is written through ``ByteWriter/personal(_:owner:_:)`` (sealed under its creator's key when
+    /// `keys` is given); a sealed message's seals as they are.
+    /// With `content` (the state digest), a sealed message is written as what it says (opened), so that two logs
+    /// holding the same events, sealed with other nonces, digest alike.
+    func write(
+        to writer: inout ByteWriter, keys: PersonalKeys?, ids: Interner,
+        content: ((Int32) -> (body: String?, media: Media?))? = nil,
+        flushing flush: (inout ByteWriter) -> Void = { _ in }
+    ) {
         writer.count(rooms.count)
         for room in rooms {
             flush(&writer)
             writer.rawEnum(room.kind)
-            writer.optionalString(room.name)
             writer.signed(Int64(room.createdBy))
             writer.varint(room.createdPosition)
             writer.signed(room.createdTime)
             writer.signed(Int64(room.activity))
+            writer.bool(room.name != nil)
+            if let name = room.name {
+                writer.personal(keys, owner: room.createdBy >= 0 ? ids[room.createdBy] : "") { $0.string(name) }
+            }
             writer.count(room.members.count)
             for member in room.members {
                 writer.signed(Int64(member.user))
@@ -249,30 +289,55 @@ struct ChatProjection {
             writer.signed(Int64(room.liveMessageCount))
         }
         writer.count(messages.count)
-        for message in messages {
+        for (index, message) in messages.enumerated() {
             flush(&writer)
             writer.signed(Int64(message.room))
             writer.signed(Int64(message.sender))
             writer.rawEnum(message.kind)
-            writer.optionalString(message.body)
-            writer.bool(message.media >= 0)
-            if message.media >= 0 { media[Int(message.media)].write(to: &writer) }
+            if let content, message.isSealed || editSeals[Int32(index)] != nil {
+                let opened = content(Int32(index))
+                writer.optionalString(opened.body)
+                writer.bool(opened.media != nil)
+                opened.media?.write(to: &writer)
+            } else if message.isSealed {
+                writer.optionalString(message.body)
+                writer.byte(2)
+                writer.writeLengthPrefixed(seals[Int(message.media)])
+            } else {
+                writer.optionalString(message.body)
+                writer.bool(message.media >= 0)
+                if message.media >= 0 { media[Int(message.media)].write(to: &writer) }
+            }
             writer.optionalString(message.replyTo >= 0 ? replies[Int(message.replyTo)] : nil)
             writer.signed(message.time)
             writer.varint(message.position)
             writer.byte((message.isEdited ? 1 : 0) | (message.isDeleted ? 2 : 0))
         }
+        let edits = content == nil ? editSeals.sorted(by: { $0.key < $1.key }) : []
+        writer.count(edits.count)
+        for (message, seal) in edits {
+            writer.signed(Int64(message))
+            writer.writeLengthPrefixed(seal)
+        }
     }
 
-    init(reading reader: inout ByteReader, userCount: Int) throws(ByteReaderError) {
+    init(reading reader: inout ByteReader, userCount: Int, keys: PersonalKeys?, ids: Interner)
+        throws(ByteReaderError)
+    {
         userRooms = Array(repeating: [], count: userCount)
         let roomCount = try reader.count()
         rooms.reserveCapacityInHugePages(roomCount)
         for index in 0..<roomCount {
             var room = RoomRecord(
-                kind: try reader.rawEnum(RoomKind.self), name: try reader.optionalString(),
-                createdBy: try reader.int32(),
+                kind: try reader.rawEnum(RoomKind.self), name: nil, createdBy: try reader.int32(),
                 createdPosition: try reader.varint(), createdTime: try reader.signed(), activity: try reader.int32())
+            guard room.createdBy < userCount else { throw ByteReaderError(description: "bad room creator") }
+            if try reader.bool() {
+                try reader.personal(keys, owner: room.createdBy >= 0 ? ids[room.createdBy] : "") {
+                    (fields: inout ByteReader) throws(ByteReaderError) in
+                    room.name = try fields.string()
+                }
+            }
             let memberCount = try reader.count()
             for _ in 0..<memberCount {
                 let member = Member(
@@ -301,7 +366,11 @@ struct ChatProjection {
             let kind = try reader.rawEnum(MessageKind.self)
             let body = try reader.optionalString()
             var mediaIndex: Int32 = -1
-            if try reader.bool() {
+            let content = try reader.byte()
+            if content == 2 {
+                mediaIndex = Int32(seals.count)
+                seals.append(Array(try reader.utf8()))
+            } else if content == 1 {
                 mediaIndex = Int32(media.count)
                 media.append(try Media(reading: &reader))
             }
@@ -318,8 +387,15 @@ struct ChatProjection {
                 MessageRecord(
                     room: room, sender: sender, media: mediaIndex, replyTo: replyIndex,
                     previous: lastMessage[Int(room)], kind: kind, isEdited: flags & 1 != 0,
-                    isDeleted: flags & 2 != 0, body: body, time: time, position: position))
+                    isDeleted: flags & 2 != 0, isSealed: content == 2, body: body, time: time, position: position))
             lastMessage[Int(room)] = Int32(index)
+        }
+        for _ in 0..<(try reader.count()) {
+            let message = try reader.int32()
+            guard message >= 0, Int(message) < messageCount else {
+                throw ByteReaderError(description: "bad edited message index \(message)")
+            }
+            editSeals[message] = Array(try reader.utf8())
         }
         for room in rooms.indices { rooms[room].lastMessage = lastMessage[room] }
     }

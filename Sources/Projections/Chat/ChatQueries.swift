@@ -28,7 +28,7 @@ extension ProjectionState {
         let preview: String
         if m.isDeleted {
             preview = "Message deleted"
-        } else if let body = m.body, !body.isEmpty {
+        } else if let body = messageContent(last).body, !body.isEmpty {
             preview = body.count > 80 ? String(body.prefix(80)) : body
         } else {
             preview = "[\(m.kind.rawValue)]"
@@ -71,12 +71,40 @@ extension ProjectionState {
     /// The message as a page shows it.
     func messageView(_ index: Int32) -> MessageView {
         let m = chat.messages[Int(index)]
+        let content = messageContent(index)
         return MessageView(
             id: MessageID(messageIDs[index]), sender: UserID(users[m.sender]), kind: m.kind,
-            body: m.isDeleted ? nil : m.body,
-            media: m.isDeleted || m.media < 0 ? nil : chat.media[Int(m.media)],
+            body: content.body, media: content.media,
             time: m.time, edited: m.isEdited, deleted: m.isDeleted,
             replyTo: m.replyTo >= 0 ? MessageID(chat.replies[Int(m.replyTo)]) : nil)
+    }
+
+    /// What message `index` says: its body (the latest edit's) and media, opened from its seals with its sender's
+    /// key; nil when it was deleted, or when its seal cannot be opened (its sender was erased).
+    func messageContent(_ index: Int32) -> (body: String?, media: Media?) {
+        let m = chat.messages[Int(index)]
+        guard !m.isDeleted else { return (nil, nil) }
+        guard m.isSealed || chat.editSeals[index] != nil else {
+            return (m.body, m.media >= 0 ? chat.media[Int(m.media)] : nil)
+        }
+        guard let key = keys?.key(of: UserID(users[m.sender])) else { return (nil, nil) }
+        var body = m.body
+        var media: Media?
+        if m.isSealed {
+            var sent = MessageSent(room: RoomID(""), message: MessageID(""), sender: UserID(""), kind: m.kind)
+            sent.sealed = chat.seals[Int(m.media)]
+            guard let opened = try? sent.opening(with: key) else { return (nil, nil) }
+            body = opened.body
+            media = opened.media
+        } else if m.media >= 0 {
+            media = chat.media[Int(m.media)]
+        }
+        if let edit = chat.editSeals[index] {
+            var edited = MessageEdited(room: RoomID(""), message: MessageID(""), body: "")
+            edited.sealed = edit
+            if let opened = try? edited.opening(with: key) { body = opened.body }
+        }
+        return (body, media)
     }
 
     /// The room's details; its last message as `viewer` sees it (all messages when nil).

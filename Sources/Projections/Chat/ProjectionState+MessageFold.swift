@@ -19,7 +19,8 @@ extension ProjectionState {
         guard isNew else { return acting }
         chat.sent(
             message: message, room: room, sender: sender, kind: e.kind, body: e.body, media: e.media,
-            replyTo: e.replyTo, position: position, time: time, blockers: graph.blockedBy[Int(sender)])
+            sealed: e.sealed, replyTo: e.replyTo, position: position, time: time, blockers: graph.blockedBy[Int(sender)]
+        )
         return acting
     }
 
@@ -53,9 +54,12 @@ private struct MessageSentBytes {
     var body: String?
     var media: Media?
     var replyTo: String?
+    var sealed: [UInt8]?
 
     init(reading reader: inout ByteReader) throws(ByteReaderError) {
-        let version = try reader.byte()
+        var version = try reader.byte()
+        let isSealed = version == sealedPayloadMarker
+        if isSealed { version = try reader.byte() }
         guard version >= 1, version <= MessageSent.schemaVersion else {
             throw ByteReaderError(description: "MessageSent schema version \(version) is not one this build reads")
         }
@@ -68,6 +72,7 @@ private struct MessageSentBytes {
         replyTo = try reader.optionalString()
         // The sender's name is not folded, but a malformed one makes the payload undecodable, as there.
         if try reader.bool() { _ = try reader.utf8() }
+        if isSealed { sealed = Array(try reader.utf8()) }
     }
 }
 

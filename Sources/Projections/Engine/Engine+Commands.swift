@@ -45,7 +45,7 @@ extension Engine {
         guard let index = s.messageIDs.index(of: message.rawValue), let senderIndex = s.users.index(of: sender.rawValue)
         else { return nil }
         let record = s.chat.messages[Int(index)]
-        guard record.sender == senderIndex, record.kind == kind, record.body == body, !record.isEdited,
+        guard record.sender == senderIndex, record.kind == kind, !record.isEdited, s.messageContent(index).body == body,
             room.map({ s.rooms.index(of: $0.rawValue) == record.room }) ?? true
         else { return nil }
         let made = s.chat.rooms[Int(record.room)]
@@ -93,6 +93,18 @@ extension Engine {
     ) async throws(ValidationError) -> Position {
         let event = DomainEvent.userRegistered(
             UserRegistered(user: user, method: method, phone: phone, email: email, name: name))
+        // The key is made (and synced) here, on a thread of its own, not under the sequencer.
+        let keys = store.keys
+        let envelope = EventEnvelope(event: event, actor: user.rawValue)
+        if let failure = commandRefusal { throw failure }
+        do {
+            try await onDedicatedThread("parley.keys") { () throws(ValidationError) in
+                try Engine.prepareKeys(for: [envelope], in: keys)
+            }
+        } catch {
+            noteKeyStoreFailure(error)
+            throw error
+        }
         return try await execute([event], actor: user.rawValue, time: time)[0]
     }
 

@@ -77,7 +77,10 @@ extension Engine {
     ) throws(BatchValidationError) -> (Ticket?, ApplyResult) {
         do throws(ValidationError) {
             try load(.all)
+            if let failure = pipeline.withLock({ $0.failure }) { throw failure }
+            try Engine.prepareKeys(for: events, in: store.keys)
         } catch {
+            noteKeyStoreFailure(error)
             throw BatchValidationError(problems: [error])
         }
         defer { submitQueued() }
@@ -101,7 +104,7 @@ extension Engine {
             let result = ApplyResult(
                 appended: [], duplicates: plan.duplicates, skipped: plan.problems, dropped: plan.dropped)
             guard !plan.proposals.isEmpty else { return (nil, result) }
-            return (hand(plan.folded, plan.proposals, first: first, tracksIDs: true), result)
+            return (hand(plan.folded, plan.proposals, first: first, plainPayloads: plan.plainPayloads), result)
         }
     }
 
@@ -117,6 +120,8 @@ extension Engine {
         var proposals: [ProposedRecord] = []
         /// The events of `proposals`, as folded.
         var folded: [SequencedEvent] = []
+        /// The payloads of `proposals` in the clear (what an event given again under the same id is compared with).
+        var plainPayloads: [[UInt8]] = []
         var problems: [ValidationError] = []
         /// Parts left out of proposed events (`keepingValidParts`).
         var dropped: [ValidationError] = []
@@ -136,12 +141,14 @@ extension Engine {
         let now = Timestamp.now()
         for (index, envelope) in events.enumerated() {
             var event = envelope.event
-            var payload = event.encodedPayload()
+            let payload = event.storedPayload()
             if let id = envelope.id {
                 let identity = Identity(type: event.typeName, stream: event.stream, payload: payload)
                 var earlier = seen[id] ?? inFlight[id]
                 if earlier == nil, let record = (try? store.lookup(id: id)) ?? nil {
-                    earlier = Identity(type: record.type, stream: record.stream.rawValue, payload: record.payload)
+                    earlier = Identity(
+                        type: record.type, stream: record.stream.rawValue,
+                        payload: Engine.plainPayload(of: record, keys: store.keys))
                 }
                 if let earlier {
                     if earlier == identity || isKeptPart(earlier, of: event) {
@@ -176,17 +183,19 @@ extension Engine {
                         let kept = scratch.invitableGuests(of: invitation, actor: actor)
                     else { throw error }
                     event = .guestsInvited(kept.invitation)
-                    payload = event.encodedPayload()
                     dropped = kept.dropped
                 }
                 let time = envelope.time ?? now
-                let proposal = ProposedRecord(
+                var proposal = ProposedRecord(
                     id: envelope.id ?? .random(), stream: StreamName(event.stream), type: event.typeName, actor: actor,
-                    time: time, payload: payload)
+                    time: time, payload: [])
+                let (stored, folded) = try Engine.seal(event, record: proposal, in: scratch, keys: store.keys)
+                proposal.payload = stored
                 if let problem = EventLog.checkRecord(proposal) { throw ValidationError(refused: problem, proposal) }
-                scratch.fold(event, actor: actor, position: scratch.position + 1, time: time)
+                scratch.fold(folded, actor: actor, position: scratch.position + 1, time: time)
                 plan.proposals.append(proposal)
-                plan.folded.append(SequencedEvent(event: event, actor: actor, time: time))
+                plan.folded.append(SequencedEvent(event: folded, actor: actor, time: time))
+                plan.plainPayloads.append(event.storedPayload())
                 plan.dropped += dropped.map { problem in
                     var problem = problem
                     problem.index = index

@@ -146,16 +146,27 @@ extension Engine {
                 events = planned
             }
             var records: [ProposedRecord] = []
+            var sequenced: [SequencedEvent] = []
             records.reserveCapacity(events.count)
+            sequenced.reserveCapacity(events.count)
+            let keys = store.keys
             for event in events {
-                let record = ProposedRecord(
-                    stream: StreamName(event.stream), type: event.typeName, actor: actor, time: stamp,
-                    payload: event.encodedPayload())
+                var record = ProposedRecord(
+                    stream: StreamName(event.stream), type: event.typeName, actor: actor, time: stamp, payload: [])
+                let sealed: (stored: [UInt8], folded: DomainEvent)
+                do throws(ValidationError) {
+                    sealed = try Engine.seal(event, record: record, in: speculative, keys: keys)
+                } catch {
+                    noteKeyStoreFailure(error)
+                    throw error
+                }
+                let (payload, folded) = sealed
+                record.payload = payload
                 if let problem = EventLog.checkRecord(record) { throw ValidationError(refused: problem, record) }
                 records.append(record)
+                sequenced.append(SequencedEvent(event: folded, actor: actor, time: stamp))
             }
             let first = speculative.position + 1
-            let sequenced = events.map { SequencedEvent(event: $0, actor: actor, time: stamp) }
             for item in sequenced {
                 speculative.fold(item.event, actor: item.actor, position: speculative.position + 1, time: item.time)
             }
@@ -166,17 +177,17 @@ extension Engine {
     /// Queues events already folded into the speculative state at `first`… as one pending call, and their
     /// records for the store. Called under the sequencer, which fixes the order of calls; the caller then
     /// calls ``submitQueued()`` after letting the sequencer go.
-    func hand(_ events: [SequencedEvent], _ records: [ProposedRecord], first: UInt64, tracksIDs: Bool = false)
-        -> Ticket
-    {
+    func hand(
+        _ events: [SequencedEvent], _ records: [ProposedRecord], first: UInt64, plainPayloads: [[UInt8]]? = nil
+    ) -> Ticket {
         let ticket = Ticket()
         pipeline.withLock { pipeline in
             var call = PendingCall(ticket: ticket, events: events, first: first)
-            if tracksIDs {
+            if let plainPayloads {
                 call.ids = records.map(\.id)
-                for record in records {
+                for (record, payload) in zip(records, plainPayloads) {
                     pipeline.inFlight[record.id] = Engine.Identity(
-                        type: record.type, stream: record.stream.rawValue, payload: record.payload)
+                        type: record.type, stream: record.stream.rawValue, payload: payload)
                 }
             }
             pipeline.calls.append(call)

@@ -171,7 +171,7 @@ extension Engine {
         return records.map { record in
             AuditEntry(
                 position: record.position, time: record.time, actor: record.actor, type: record.type,
-                stream: record.stream.rawValue, event: try? EventEnvelope(record: record))
+                stream: record.stream.rawValue, event: try? EventEnvelope(record: record, keys: store.keys))
         }
     }
 

@@ -72,7 +72,7 @@ public final class Engine: Sendable {
     /// Blocks the calling thread (file I/O, syncs, a fold): async code calls it through `onDedicatedThread`.
     public init(store: any EventStore, options: Options = Options(snapshots: .manual)) throws(ValidationError) {
         var report = OpenReport()
-        var state = ProjectionState()
+        var state = ProjectionState(keys: PersonalKeys(store.keys))
         var newestSnapshot: UInt64 = 0
         var lazy: Snapshots.Sections?
         if options.loadsSnapshot {
@@ -185,7 +185,7 @@ public final class Engine: Sendable {
         try load(.all)
         return try sequencer.withLock { (speculative: inout ProjectionState) throws(ValidationError) -> UInt64 in
             waitUntilDurable(speculative.position)
-            var fresh = ProjectionState()
+            var fresh = ProjectionState(keys: PersonalKeys(store.keys))
             try Engine.fold(store: store, into: &fresh)
             speculative = fresh
             durable.write { $0 = fresh }
@@ -199,7 +199,7 @@ public final class Engine: Sendable {
     /// - Throws: ``ValidationError/Code/storage`` when the store cannot be read.
     /// Blocks the calling thread (file I/O, syncs, a fold): async code calls it through `onDedicatedThread`.
     public func replayDigest() throws(ValidationError) -> String {
-        var fresh = ProjectionState()
+        var fresh = ProjectionState(keys: PersonalKeys(store.keys))
         try Engine.fold(store: store, into: &fresh)
         return fresh.digest()
     }

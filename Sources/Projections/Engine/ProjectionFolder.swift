@@ -6,9 +6,10 @@ import EventLog
 /// Not tied to a log: the caller hands records in position order. Its ``stateDigest`` equals an engine's
 /// after folding the same records, so two stores holding the same events can be compared.
 public struct ProjectionFolder: Sendable {
-    private var state = ProjectionState()
+    private var state: ProjectionState
 
-    public init() {}
+    /// A folder that opens personal fields with `keys` (nil: they stay sealed).
+    public init(keys: (any KeyStore)? = nil) { state = ProjectionState(keys: keys.map(PersonalKeys.init)) }
 
     /// Folds one record; records must come in position order, each exactly once.
     public mutating func fold(_ record: Record) { state.fold(record) }

@@ -54,10 +54,13 @@ enum SnapshotPart: Int, CaseIterable {
 
 extension ProjectionState {
     /// ``encodedState()`` and where each ``SnapshotPart`` ends in it.
-    func encodedParts() -> (bytes: [UInt8], partEnds: [Int]) {
+    /// With `sealing` (a snapshot file), the personal fields held in the clear are sealed under their owners' keys
+    /// and messages keep their seals; without it (the digest), every personal field is written as it reads, messages
+    /// opened.
+    func encodedParts(sealing: Bool = false) -> (bytes: [UInt8], partEnds: [Int]) {
         var bytes: [UInt8] = []
         var ends: [Int] = []
-        encodeState(inPiecesOf: .max, { bytes = $0 }, partEnded: { ends.append($0) })
+        encodeState(inPiecesOf: .max, sealing: sealing, { bytes = $0 }, partEnded: { ends.append($0) })
         return (bytes, ends)
     }
 
@@ -65,8 +68,10 @@ extension ProjectionState {
     /// of it, are cut between messages), so that the whole never needs to be in memory at once; `partEnded` gets
     /// the offset in the whole where each ``SnapshotPart`` ends.
     func encodeState(
-        inPiecesOf size: Int, _ consume: ([UInt8]) -> Void, partEnded: (Int) -> Void = { _ in }
+        inPiecesOf size: Int, sealing: Bool = false, _ consume: ([UInt8]) -> Void,
+        partEnded: (Int) -> Void = { _ in }
     ) {
+        let keys = sealing ? self.keys : nil
         // About 80 bytes per event on the simulated week: room for a piece, or for the whole at that rate, so that
         // 100 MB are not copied on growth.
         var writer = ByteWriter(capacity: min(size, max(1 << 16, Int(min(position, 1 << 26)) * 96)) + (1 << 16))
@@ -84,11 +89,14 @@ extension ProjectionState {
             case .rooms: rooms.write(to: &writer)
             case .messageIDs: messageIDs.write(to: &writer)
             case .activityIDs: activityIDs.write(to: &writer)
-            case .accounts: accounts.write(to: &writer)
+            case .accounts: accounts.write(to: &writer, keys: keys, ids: users)
             case .graph: graph.write(to: &writer)
-            case .chat: chat.write(to: &writer, flushing: flush)
-            case .activities: activities.write(to: &writer)
-            case .gratitude: gratitude.write(to: &writer)
+            case .chat:
+                chat.write(
+                    to: &writer, keys: keys, ids: users, content: sealing ? nil : { messageContent($0) },
+                    flushing: flush)
+            case .activities: activities.write(to: &writer, keys: keys, ids: users)
+            case .gratitude: gratitude.write(to: &writer, keys: keys, ids: users)
             case .audit: audit.write(to: &writer)
             }
             partEnded(consumed + writer.bytes.count)
@@ -107,11 +115,12 @@ extension ProjectionState {
         case .rooms: rooms = try Interner(reading: &reader)
         case .messageIDs: messageIDs = try Interner(reading: &reader)
         case .activityIDs: activityIDs = try Interner(reading: &reader)
-        case .accounts: accounts = try AccountsProjection(reading: &reader)
+        case .accounts: accounts = try AccountsProjection(reading: &reader, keys: keys, ids: users)
         case .graph: graph = try GraphProjection(reading: &reader)
-        case .chat: chat = try ChatProjection(reading: &reader, userCount: users.count)
-        case .activities: activities = try ActivitiesProjection(reading: &reader, userCount: users.count)
-        case .gratitude: gratitude = try GratitudeProjection(reading: &reader)
+        case .chat: chat = try ChatProjection(reading: &reader, userCount: users.count, keys: keys, ids: users)
+        case .activities:
+            activities = try ActivitiesProjection(reading: &reader, userCount: users.count, keys: keys, ids: users)
+        case .gratitude: gratitude = try GratitudeProjection(reading: &reader, keys: keys, ids: users)
         case .audit: audit = try AuditProjection(reading: &reader)
         }
     }

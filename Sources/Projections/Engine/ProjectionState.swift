@@ -22,8 +22,12 @@ struct ProjectionState {
     /// not state: left out of snapshots and digests). A message's actor is nearly always its sender, so
     /// the fold finds the actor here, by the sender's index, instead of looking the actor's id up again.
     var auditActorOfUser: [Int32] = []
+    /// The data keys that open personal fields (docs/ERASURE.md): the fold opens those it keeps in the clear,
+    /// queries open messages, snapshots seal what the state holds in the clear. Nil: nothing is opened (the
+    /// fields stay sealed, as an erased user's do) and snapshots hold the clear fields as they are.
+    var keys: PersonalKeys?
 
-    init() {}
+    init(keys: PersonalKeys? = nil) { self.keys = keys }
 
     /// The index of `user`, interning it (and growing every per-user array) when new.
     mutating func user(_ id: UserID) -> Int32 { added(users.intern(id.rawValue)) }
@@ -112,13 +116,13 @@ struct ProjectionState {
         let payload = event.payload
         audit.record(position: position, time: time, actor: actor, type: type(of: payload).typeName)
         self.position = position
-        payload.apply(to: &self, position: position, time: time)
+        payload.openedForFold(in: self).apply(to: &self, position: position, time: time)
     }
 
     /// Folds an already-decoded event into the domain projections (not the audit index). Each event type's fold
     /// lives in its feature folder (`Chat/ChatFold.swift`, ...).
     mutating func apply(_ event: DomainEvent, position: UInt64, time: Int64) {
-        event.payload.apply(to: &self, position: position, time: time)
+        event.payload.openedForFold(in: self).apply(to: &self, position: position, time: time)
     }
 }
 
@@ -126,25 +130,28 @@ struct ProjectionState {
 
 extension ProjectionState {
     /// The version of the snapshot encoding; a snapshot of any other version is ignored.
-    static let snapshotFormatVersion: UInt32 = 5
+    static let snapshotFormatVersion: UInt32 = 6
 
     /// The canonical serialisation of the whole state (deterministic: sets and dictionaries sorted): the
     /// ``SnapshotPart``s in order.
     func encodedState() -> [UInt8] { encodedParts().bytes }
 
     /// Rebuilds state (and every derived index) from ``encodedState()``.
-    init(encodedState bytes: [UInt8]) throws(ByteReaderError) { try self.init(encodedState: bytes[...]) }
+    init(encodedState bytes: [UInt8], keys: PersonalKeys?) throws(ByteReaderError) {
+        try self.init(encodedState: bytes[...], keys: keys)
+    }
 
     /// Rebuilds state from a slice holding ``encodedState()``.
-    init(encodedState bytes: ArraySlice<UInt8>) throws(ByteReaderError) {
-        self = try bytes.withUnsafeBytes { raw in Result { () throws(ByteReaderError) in try Self(encodedState: raw) } }
-            .get()
+    init(encodedState bytes: ArraySlice<UInt8>, keys: PersonalKeys?) throws(ByteReaderError) {
+        self = try bytes.withUnsafeBytes { raw in
+            Result { () throws(ByteReaderError) in try Self(encodedState: raw, keys: keys) }
+        }.get()
     }
 
     /// Rebuilds state from bytes holding ``encodedState()`` (a snapshot file's body, without copying it).
-    init(encodedState bytes: UnsafeRawBufferPointer) throws(ByteReaderError) {
+    init(encodedState bytes: UnsafeRawBufferPointer, keys: PersonalKeys?) throws(ByteReaderError) {
         self = try ByteReader.reading(bytes) { (reader: inout ByteReader) throws(ByteReaderError) -> ProjectionState in
-            var state = ProjectionState()
+            var state = ProjectionState(keys: keys)
             for part in SnapshotPart.allCases { try state.read(part, from: &reader) }
             try state.checkSizes(of: .all)
             guard reader.isAtEnd else { throw ByteReaderError(description: "trailing bytes after the snapshot state") }

@@ -21,8 +21,9 @@ enum Snapshots {
     /// The bytes before the part table.
     static let fixedHeader = 8 + 4 + 8 + 16 + 4
 
+    /// The snapshot file of `state`: its personal fields held in the clear are sealed under their owners' keys.
     static func encode(_ state: ProjectionState, eventID: EventID) -> [UInt8] {
-        let (body, ends) = state.encodedParts()
+        let (body, ends) = state.encodedParts(sealing: true)
         var writer = ByteWriter(capacity: body.count + fixedHeader + 16 * ends.count + 8)
         writer.bytes.append(contentsOf: magic)
         writer.fixed32(ProjectionState.snapshotFormatVersion)
@@ -111,7 +112,7 @@ enum Snapshots {
         }
 
         /// Decodes the whole state: every part, each checked against its checksum.
-        func decodeAll(_ file: any SnapshotFile) throws(ByteReaderError) -> ProjectionState {
+        func decodeAll(_ file: any SnapshotFile, keys: PersonalKeys) throws(ByteReaderError) -> ProjectionState {
             let body = try Snapshots.read(file, at: size, count: file.size - size)
             let decoded: Result<ProjectionState, ByteReaderError> = body.withUnsafeBytes { raw in
                 Result { () throws(ByteReaderError) in
@@ -119,7 +120,7 @@ enum Snapshots {
                         let bytes = UnsafeRawBufferPointer(rebasing: raw[(range.offset - size)...].prefix(range.length))
                         guard WordChecksum.hash(bytes) == range.checksum else { throw mismatch(part) }
                     }
-                    return try ProjectionState(encodedState: raw)
+                    return try ProjectionState(encodedState: raw, keys: keys)
                 }
             }
             let state = try decoded.get()
@@ -194,9 +195,9 @@ enum Snapshots {
             do throws(ByteReaderError) {
                 let header = try Header(file, store: store)
                 guard lazily, header.position == store.head.rawValue else {
-                    return (try header.decodeAll(file), nil)
+                    return (try header.decodeAll(file, keys: PersonalKeys(store.keys)), nil)
                 }
-                var state = ProjectionState()
+                var state = ProjectionState(keys: PersonalKeys(store.keys))
                 try header.decode(SnapshotPart.base, from: file, into: &state)
                 guard state.position == header.position else {
                     throw ByteReaderError(description: "snapshot position disagrees")
@@ -226,7 +227,7 @@ extension Engine {
             let wanted = sections.missing.intersection(needed)
             guard !wanted.isEmpty else { return }
             let base = durable.read { (s: borrowing ProjectionState) -> ProjectionState in
-                var base = ProjectionState()
+                var base = ProjectionState(keys: s.keys)
                 base.position = s.position
                 base.users = s.users
                 return base
@@ -238,7 +239,7 @@ extension Engine {
                 sections.missing.subtract(wanted)
             } catch {
                 let position = sections.header.position
-                var fresh = ProjectionState()
+                var fresh = ProjectionState(keys: PersonalKeys(store.keys))
                 do throws(ValidationError) {
                     try Engine.fold(store: store, into: &fresh)
                 } catch let failure {

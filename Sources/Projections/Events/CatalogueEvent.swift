@@ -15,10 +15,16 @@ protocol CatalogueEvent: BinaryPayload {
     /// Folds the event into the domain projections (not the audit index). Deterministic: it depends only on
     /// the state, the event, its position and its time.
     func apply(to state: inout ProjectionState, position: UInt64, time: Int64)
+
+    /// The event as its fold takes it: personal fields the projections keep in the clear are opened with the
+    /// state's keys (`PersonalFields.swift`); every other event as it is.
+    func openedForFold(in state: ProjectionState) -> Self
 }
 
 extension CatalogueEvent {
     func expectedActor(in state: ProjectionState) -> String? { payloadActor }
+
+    func openedForFold(in state: ProjectionState) -> Self { self }
 
     /// Decodes a payload read from the log as a ``DomainEvent``.
     static func decodeEvent(_ bytes: [UInt8]) throws(ByteReaderError) -> DomainEvent { try decode(bytes).event }
@@ -34,6 +40,6 @@ extension CatalogueEvent {
         _ payload: UnsafeRawBufferPointer, into state: inout ProjectionState, position: UInt64, time: Int64
     ) {
         guard let event = try? decode(payload) else { return }
-        event.apply(to: &state, position: position, time: time)
+        event.openedForFold(in: state).apply(to: &state, position: position, time: time)
     }
 }

@@ -34,6 +34,7 @@ public enum DomainEvent: Sendable, Hashable {
     case roomHidden(RoomHidden)
     case memberAdded(MemberAdded)
     case memberRemoved(MemberRemoved)
+    case userErased(UserErased)
 
     /// The payload: the one switch over the cases; everything else asks the payload or its type.
     var payload: any CatalogueEvent {
@@ -66,6 +67,7 @@ public enum DomainEvent: Sendable, Hashable {
             case .roomHidden(let e): e
             case .memberAdded(let e): e
             case .memberRemoved(let e): e
+            case .userErased(let e): e
             }
         // A type left out of the registry would fold live but be skipped on replay: tests run with assertions.
         assert(Self.isRegistered(type(of: payload)), "\(type(of: payload)) is not in DomainEvent.eventTypes")
@@ -112,6 +114,7 @@ extension DomainEvent {
         RoomHidden.self,
         MemberAdded.self,
         MemberRemoved.self,
+        UserErased.self,
     ]
 
     /// The event types by name (the log and JSON name a record's type).
@@ -156,8 +159,13 @@ extension DomainEvent {
     }
 
     /// Encodes the payload as the JSON `data` object.
+    /// An event whose seal could not be opened (its owner was erased) says so with `"erased":true` among its fields.
     func encodeData(to container: inout KeyedEncodingContainer<EventEnvelope.CodingKeys>) throws {
-        try container.encode(payload, forKey: .data)
+        if isSealed {
+            try container.encode(ErasedFields(payload: payload), forKey: .data)
+        } else {
+            try container.encode(payload, forKey: .data)
+        }
     }
 
     /// Decodes the JSON `data` object of an event of type `type`.
@@ -169,5 +177,18 @@ extension DomainEvent {
                 forKey: .type, in: container, debugDescription: "unknown event type '\(type)'")
         }
         return try eventType.decodeEvent(from: container)
+    }
+}
+
+/// A payload whose personal fields are sealed under an erased key: its fields, and `"erased": true`.
+private struct ErasedFields: Encodable {
+    let payload: any CatalogueEvent
+
+    enum Key: String, CodingKey { case erased }
+
+    func encode(to encoder: any Encoder) throws {
+        try payload.encode(to: encoder)
+        var container = encoder.container(keyedBy: Key.self)
+        try container.encode(true, forKey: .erased)
     }
 }

@@ -36,10 +36,13 @@ public struct EventEnvelope: Sendable, Hashable, Codable {
         self.position = position
     }
 
-    /// Decodes a record read from the log.
+    /// Decodes a record read from the log, its personal fields opened with their owner's key in `keys` (the user
+    /// its payload names, else the record's actor). When the key is gone (the owner was erased) or `keys` is nil,
+    /// the fields stay empty and ``DomainEvent/isSealed`` is true: JSON shows `"erased":true` in their place.
     /// - Throws: ``ValidationError/Code/undecodable`` or ``ValidationError/Code/unknownEventType``.
-    public init(record: Record) throws(ValidationError) {
-        let event = try DomainEvent.decode(type: record.type, payload: record.payload)
+    public init(record: Record, keys: (any KeyStore)?) throws(ValidationError) {
+        var event = try DomainEvent.decode(type: record.type, payload: record.payload)
+        if let keys { event = event.opened(with: PersonalKeys(keys), owner: UserID(record.actor)) }
         self.init(
             event: event, id: record.id,
             time: record.time, actor: record.actor, stream: record.stream.rawValue, position: record.position)

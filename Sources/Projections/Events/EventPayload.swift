@@ -30,6 +30,8 @@ protocol BinaryPayload: EventPayload {
     func write(to writer: inout ByteWriter)
     /// Reads the fields written by `write(to:)` at schema `version`.
     init(reading reader: inout ByteReader, version: UInt8) throws(ByteReaderError)
+    /// Reads a sealed payload after its marker (`PersonalFields.swift`); a type without personal fields refuses it.
+    static func readSealedPayload(_ reader: inout ByteReader) throws(ByteReaderError) -> Self
 }
 
 extension BinaryPayload {
@@ -54,8 +56,13 @@ extension BinaryPayload {
         }
     }
 
+    static func readSealedPayload(_ reader: inout ByteReader) throws(ByteReaderError) -> Self {
+        throw ByteReaderError(description: "\(typeName) has no personal fields, yet its payload is sealed")
+    }
+
     private static func read(_ reader: inout ByteReader) throws(ByteReaderError) -> Self {
         let version = try reader.byte()
+        if version == sealedPayloadMarker { return try readSealedPayload(&reader) }
         guard version >= 1, version <= schemaVersion else {
             throw ByteReaderError(description: "\(typeName) schema version \(version) is not one this build reads")
         }

@@ -54,6 +54,10 @@ public struct GratitudeTagged: CatalogueEvent {
     public var body: String
     /// The feeling id.
     public var feeling: FeelingID
+    /// The seal holding the personal fields while they are not opened (docs/ERASURE.md); nil in the clear.
+    var sealed: [UInt8]? = nil
+
+    enum CodingKeys: String, CodingKey { case gratitude, author, recipient, body, feeling }
     /// Makes a value from its fields.
     public init(gratitude: GratitudeID, author: UserID, recipient: String, body: String, feeling: FeelingID) {
         self.gratitude = gratitude

@@ -36,6 +36,11 @@ public struct ValidationError: Error, Sendable, Hashable, CustomStringConvertibl
         public static let invalidURL = Code("invalidURL")
         /// The event's actor may not do this act (§3 actor rules).
         public static let wrongActor = Code("wrongActor")
+        /// A user who was erased: the id can never act, be written about or be registered again.
+        public static let userErased = Code("userErased")
+        /// A user id that is a phone number or an e-mail address: ids are not personal data (they cannot be
+        /// erased), so such a sign-up is refused; an import maps them to opaque ids.
+        public static let personalDataAsID = Code("personalDataAsID")
 
         // Graph
         /// A friend request (or block) aimed at oneself.
