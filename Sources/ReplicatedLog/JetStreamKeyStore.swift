@@ -242,6 +242,8 @@ public final class JetStreamKeyStore: KeyStore, Sendable {
                     + "key or an erasure of that subject's owner")
         }
         state.withLock { state in
+            // A closed store holds no keys, even from a message already on its way.
+            guard !state.isClosed else { return }
             state.sequence = max(state.sequence, message.sequence)
             Self.record(entry, in: &state.table)
         }
@@ -277,7 +279,8 @@ public final class JetStreamKeyStore: KeyStore, Sendable {
     /// Swift's cooperative pool.
     /// - Throws: `.keyErased` when one of them was erased (nothing is made when this node knew it before the call);
     ///   `.emptyName`, `.nameTooLong`; `.readOnly` on a store whose stream was missing; `.unavailable` when the
-    ///   servers do not acknowledge within ``Configuration/retryFor``; `.closed`.
+    ///   servers do not acknowledge within ``Configuration/retryFor``; `.invalidConfiguration` when a long id's
+    ///   hashed subject holds another id's messages; `.closed`.
     public func createKeys(for owners: [KeyOwner]) throws(EventLogError) -> [DataKey] {
         let missing = try state.withLock { (state) throws(EventLogError) -> [KeyOwner] in
             guard !state.isClosed else { throw closedError() }
@@ -299,6 +302,7 @@ public final class JetStreamKeyStore: KeyStore, Sendable {
                 try await publishKeys(for: missing)
             }
             try state.withLock { (state) throws(EventLogError) in
+                guard !state.isClosed else { throw closedError() }
                 for (owner, outcome) in made {
                     switch outcome {
                     case .key(let key): Self.record(Entry(owner: owner, kind: .key(key)), in: &state.table)
@@ -329,7 +333,9 @@ public final class JetStreamKeyStore: KeyStore, Sendable {
     /// Swift's cooperative pool.
     /// - Throws: `.emptyName`, `.nameTooLong`; `.readOnly` on a store whose stream was missing; `.unavailable`
     ///   when the servers do not answer within ``Configuration/retryFor`` (once the marker is stored the owner is
-    ///   erased on every node; call again to delete the key); `.closed`.
+    ///   erased on every node; call again to delete the key); `.invalidConfiguration` when a long id's hashed
+    ///   subject holds another id's messages; `.corruptKeyStore` for a message there that is not a key store's;
+    ///   `.closed`.
     public func destroyKey(for owner: KeyOwner) throws(EventLogError) {
         try state.withLock { (state) throws(EventLogError) in
             guard !state.isClosed else { throw closedError() }
@@ -339,7 +345,9 @@ public final class JetStreamKeyStore: KeyStore, Sendable {
         try blockUntilDone { [self] () async throws(EventLogError) in
             try await publishErasure(of: owner)
             // From here the owner is erased on every node that reads the stream.
-            state.withLock { Self.record(Entry(owner: owner, kind: .erasure), in: &$0.table) }
+            state.withLock { state in
+                if !state.isClosed { Self.record(Entry(owner: owner, kind: .erasure), in: &state.table) }
+            }
             try await deleteKeyMessage(of: owner)
         }
     }

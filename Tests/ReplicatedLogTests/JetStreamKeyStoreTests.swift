@@ -246,6 +246,24 @@ import Testing
         return false
     }
 
+    @Test func aMessageDeletedTwiceIsGoneAndTheSecondDeleteAnswersFalse() async throws {
+        // Two nodes may erase one owner at once: the second delete must not be an error.
+        try await NATSCluster.with(servers: 1) { cluster in
+            let connection = try await cluster.connect()
+            let store = try await Self.open(connection)
+            _ = try store.createKey(for: KeyOwner("ann"))
+            try store.close()
+            let jetStream = JetStream(connection)
+            let subject = Self.configuration.subject(for: KeyOwner("ann"))
+            let key = try #require(try await Self.messages(on: subject, jetStream).first)
+            #expect(try await jetStream.deleteMessage(stream: Self.configuration.stream, sequence: key.sequence))
+            #expect(try await !jetStream.deleteMessage(stream: Self.configuration.stream, sequence: key.sequence))
+            #expect(try await jetStream.message(stream: Self.configuration.stream, sequence: key.sequence) == nil)
+            #expect(try await Self.messages(on: subject, jetStream).isEmpty)
+            await connection.close()
+        }
+    }
+
     @Test func aReplicatedLogKeepsItsKeysInTheStreamBesideItsOwn() async throws {
         try await NATSCluster.with(servers: 1) { cluster in
             var configuration = ReplicatedLog.Configuration(servers: cluster.addresses, stream: "CHAT", replicas: 1)
