@@ -2,12 +2,6 @@ import Dispatch
 import EventLog
 import NATSClient
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 /// The data keys of a replicated Parley (docs/ERASURE.md, "Where keys live"), kept in a JetStream stream beside the
 /// log's so that every node can open seals and every erasure reaches every node.
 ///
@@ -129,7 +123,12 @@ public final class JetStreamKeyStore: KeyStore, Sendable {
         let name = configuration.stream
         do {
             var info: JetStream.StreamInfo
-            if let existing = try await jetStream.streamInfo(name) {
+            // Retried while it may pass: a stream's leader is elected again after a server is lost.
+            let existing = try await JetStream.retrying(for: configuration.retryFor, "asking for key stream \(name)") {
+                () async throws(JetStreamError) in
+                try await jetStream.streamInfo(name)
+            }
+            if let existing {
                 info = existing
             } else if configuration.createIfMissing {
                 var config = JetStream.StreamConfig(name: name, subjects: [configuration.subjects])
@@ -138,7 +137,10 @@ public final class JetStreamKeyStore: KeyStore, Sendable {
                 // Erasures delete keys' messages; nothing else may go (a purge would lose every key).
                 config.denyDelete = false
                 config.denyPurge = true
-                info = try await jetStream.addOrVerifyStream(config)
+                info = try await JetStream.retrying(for: configuration.retryFor, "creating key stream \(name)") {
+                    () async throws(JetStreamError) in
+                    try await jetStream.addOrVerifyStream(config)
+                }
             } else {
                 return false
             }
@@ -180,7 +182,12 @@ public final class JetStreamKeyStore: KeyStore, Sendable {
         guard isWritable else { return }
         let last: UInt64
         do {
-            guard let info = try await jetStream.streamInfo(name) else {
+            let info = try await JetStream.retrying(
+                for: configuration.retryFor, "asking for key stream \(name)'s state"
+            ) { () async throws(JetStreamError) in
+                try await jetStream.streamInfo(name)
+            }
+            guard let info else {
                 throw EventLogError(.notFound, "key stream \(name) is gone from the servers")
             }
             last = info.state.lastSequence
@@ -397,7 +404,8 @@ public final class JetStreamKeyStore: KeyStore, Sendable {
         let subject = configuration.subject(for: owner)
         let key = DataKey.random()
         var frame = Entry(owner: owner, kind: .key(key)).encoded()
-        defer { wipeFrame(&frame) }
+        // Best effort: the client's buffers and the copies the servers got are out of reach.
+        defer { wipe(&frame) }
         let outcome = try await retrying("publishing a key on \(subject)") { () async throws(JetStreamError) -> Bool in
             do throws(JetStreamError) {
                 _ = try await jetStream.publish(
@@ -622,6 +630,9 @@ extension JetStream {
                 let mayPass: Bool
                 switch error.code {
                 case .timeout, .noResponders, .connection: mayPass = true
+                // "no suitable peers for placement": fewer servers are up (or known to the meta leader, as a
+                // cluster forms) than the stream's replicas; passes as they join.
+                case .api where error.errorCode == 10005: mayPass = true
                 default: mayPass = false
                 }
                 guard mayPass, ContinuousClock.now + pause < deadline else {
@@ -638,19 +649,5 @@ extension JetStream {
         retryFor duration: Duration, doing action: String, _ body: () async throws(JetStreamError) -> StoredMessage?
     ) async throws(EventLogError) -> StoredMessage? {
         try await Self.retrying(for: duration, action, body)
-    }
-}
-
-/// Overwrites a frame that held a key, in a way the optimiser keeps; best effort, as EventLog's `wipe(_:)` is (the
-/// same call, kept here while that one is internal to its module): the client's buffers and the copies the servers
-/// got are out of reach.
-private func wipeFrame(_ bytes: inout [UInt8]) {
-    bytes.withUnsafeMutableBytes { raw in
-        guard let base = raw.baseAddress, raw.count > 0 else { return }
-        #if canImport(Glibc)
-            explicit_bzero(base, raw.count)
-        #else
-            _ = memset_s(base, raw.count, 0, raw.count)
-        #endif
     }
 }
