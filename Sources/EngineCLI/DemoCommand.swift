@@ -70,12 +70,40 @@ struct DemoCommand: ParsableCommand {
             ["event type", "count"],
             stats.byType.sorted { ($0.value, $1.key) > ($1.value, $0.key) }.map { [$0.key, String($0.value)] })
 
-        try showSamples(engine)
-        guard sameState, verification.isOK else { throw CLIError("the demo found an inconsistency (see above)") }
+        let busiest = try showSamples(engine)
+        let erasureHolds = try showErasure(engine, room: busiest, head: stats.events, digest: stats.headDigest)
+        guard sameState, verification.isOK, erasureHolds else {
+            throw CLIError("the demo found an inconsistency (see above)")
+        }
         print("\nExplore it:  parley --data \(directory) query rooms --user u00001   (see `parley --help`)")
     }
 
-    private func showSamples(_ engine: Engine) throws {
+    /// Erases the sender of the newest message of `room`, then shows that the head digest printed before still
+    /// holds at its position, the log verifies, and the messages read as deleted. Returns whether all that holds.
+    private func showErasure(_ engine: Engine, room: RoomID?, head: UInt64, digest: String) throws -> Bool {
+        guard let room, let last = try engine.messages(room, limit: 1).messages.last else { return true }
+        let user = last.sender
+        print("\n── Erasing a user ──")
+        print("before: \(last.id.rawValue) by \(user): \"\((last.body ?? last.media?.url ?? "").prefix(50))\"")
+        let position = try engine.eraseAndWait(user, actor: UserID.system.rawValue)
+        let after = try engine.messages(room, limit: 1).messages.last
+        let log = engine.store as? EventLog
+        let unchanged = try log?.chainDigest(through: Position(head)) == digest
+        let verified = try engine.store.verify().isOK
+        let deleted = after?.id == last.id && after?.deleted == true && after?.body == nil
+        print(
+            "5. erase     \(user) (UserErased at position \(position.rawValue)), data key destroyed; their profile is "
+                + (try engine.profile(user) == nil ? "gone" : "✗ STILL THERE"))
+        print("   after:  \(last.id.rawValue) by \(user): " + (deleted ? "deleted, no body" : "✗ STILL READABLE"))
+        print(
+            "   head digest at position \(head): " + (unchanged ? "\(digest) (unchanged)" : "✗ CHANGED")
+                + "; verify: " + (verified ? "every batch checks out" : "✗ FAILS"))
+        return unchanged && verified && deleted
+    }
+
+    /// Prints sample answers; returns the room it showed messages of.
+    private func showSamples(_ engine: Engine) throws -> RoomID? {
+        var shown: RoomID?
         let candidates = (1...min(users, 400)).map { UserID(String(format: "u%05d", $0)) }
         print("\n── Sample answers ──")
         if let user = try candidates.max(by: { try engine.rooms($0).count < engine.rooms($1).count }) {
@@ -93,6 +121,7 @@ struct DemoCommand: ParsableCommand {
                     ]
                 })
             if let busiest = rooms.first {
+                shown = busiest.room
                 let page = try engine.messages(busiest.room, limit: 5)
                 print("\nmessages(\(busiest.room), limit: 5) — oldest first:")
                 Output.table(
@@ -134,6 +163,7 @@ struct DemoCommand: ParsableCommand {
                 print("  newest: to \(newest.recipient), \(newest.feeling): \"\(newest.body)\"")
             }
         }
+        return shown
     }
 
     private func makeTemporaryDirectory() throws -> String {

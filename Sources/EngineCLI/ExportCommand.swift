@@ -16,6 +16,11 @@ struct ExportCommand: ParsableCommand {
     @OptionGroup var global: GlobalOptions
     @Option(help: "The first position to export.") var from: UInt64 = 1
     @Option(name: .shortAndLong, help: "Write to this file instead of standard output.") var output: String?
+    @Option(
+        help: ArgumentHelp(
+            "Only what is by or about this user (their own export: everything they did, and every event naming "
+                + "them), opened with their key."))
+    var user: String?
 
     func run() throws {
         if let output { try Self.refuseInside(global.directory, output: output) }
@@ -40,11 +45,15 @@ struct ExportCommand: ParsableCommand {
         let progress = ProgressBar("export", total: total, enabled: Output.isTerminal && output != nil)
         var buffer = Data()
         var done = 0
+        let subject = user.map { UserID($0) }
         try log.forEach(from: Position(first)) { record in
-            let envelope = try EventEnvelope(record: record, keys: log.keys)
+            var envelope = try EventEnvelope(record: record, keys: nil)
+            done += 1
+            // Who an event is by or about is in the clear: open only what is exported.
+            if let subject, !envelope.isByOrAbout(subject) { return }
+            envelope = envelope.opened(with: log.keys)
             buffer.append(contentsOf: envelope.jsonLine().utf8)
             buffer.append(0x0A)
-            done += 1
             if buffer.count > 1 << 20 {
                 try sink.write(buffer)
                 buffer.removeAll(keepingCapacity: true)

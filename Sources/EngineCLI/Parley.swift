@@ -20,6 +20,7 @@ struct Parley: AsyncParsableCommand {
             AuditCommand.self,
             ReplayCommand.self,
             SnapshotCommand.self,
+            EraseCommand.self,
             TailCommand.self,
             BackupCommand.self,
             ServeCommand.self,

@@ -101,6 +101,18 @@ extension EventLog {
                 try copy.syncAll()
                 bytes += part.length
             }
+            // The data keys as they are now (an erased user's key already overwritten), so that the copy opens
+            // its seals; keys made after `position` are unused there. A torn last frame is cut when it opens.
+            let keysPath = directory + "/" + FileKeyStore.fileName
+            if FileSystem.exists(keysPath) {
+                let source = try FileDescriptor.open(keysPath, flags: O_RDONLY)
+                let keyBytes = try source.read(at: 0, count: source.size())
+                let copy = try FileDescriptor.open(
+                    partial + "/" + FileKeyStore.fileName, flags: O_WRONLY | O_CREAT | O_EXCL, mode: 0o600)
+                try copy.write(keyBytes, at: 0)
+                try copy.syncAll()
+                bytes += keyBytes.count
+            }
             try FileSystem.writeAtomically(
                 StateFile(isClean: false, head: position, digest: digest).encoded(),
                 to: partial + "/" + EventLog.stateFileName, directory: partial)

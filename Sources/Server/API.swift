@@ -32,7 +32,8 @@ struct API: Sendable {
             middleware: AuthenticationMiddleware(
                 verifier: verifier,
                 limiter: configuration.requestsPerSecond > 0
-                    ? RateLimiter(rate: configuration.requestsPerSecond, burst: configuration.burst) : nil))
+                    ? RateLimiter(rate: configuration.requestsPerSecond, burst: configuration.burst) : nil,
+                engine: engine))
         let table = RouteTable(router: router)
         registerOperations(table)
         registerCommands(table)

@@ -34,6 +34,13 @@ public struct APIError: Error, HTTPResponseError, Sendable {
     static func forbidden(_ message: String) -> APIError { APIError(.forbidden, "forbidden", message) }
     static func notFound(_ message: String) -> APIError { APIError(.notFound, "notFound", message) }
     static func badRequest(_ code: String, _ message: String) -> APIError { APIError(.badRequest, code, message) }
+    /// A token whose subject was erased: it is refused for good, whatever its expiry.
+    static let erased: APIError = {
+        var error = APIError(
+            .unauthorized, "erased", "the account this token names was deleted; sign up again with another account")
+        error.headers[.wwwAuthenticate] = "Bearer"
+        return error
+    }()
     static let stopping = APIError(.serviceUnavailable, "stopping", "the server is stopping; retry on another node")
     /// A text holds a term of the server's word filter; the message names no term, so it cannot be used to
     /// read the list.

@@ -81,4 +81,12 @@ final class IdempotencyCache: Sendable {
         }
         return answer
     }
+
+    /// Forgets every answer kept for `user` (erased: the bodies of their answers may hold what they wrote).
+    func forget(user: UserID) {
+        state.withLock { s in
+            for key in s.byUser.removeValue(forKey: user) ?? [] { s.entries[key] = nil }
+            s.order.removeAll { $0.user == user }
+        }
+    }
 }

@@ -54,8 +54,11 @@ struct LiveChannel: Sendable {
                 let token = frame.token
             {
                 let verified = await verifier.verify(token: token)
-                identity = verified?.identity
-                expires = verified?.expires
+                // An erased user's tokens open nothing (their signature still verifies until they expire).
+                if let verified, !engine.isErased(verified.identity.user) {
+                    identity = verified.identity
+                    expires = verified.expires
+                }
             }
             guard identity != nil else {
                 try await outbound.close(Self.unauthorizedCode, reason: "a valid token is required")

@@ -277,6 +277,12 @@ final class LiveHub: Sendable {
         if removed { metrics.liveConnections.decrement() }
     }
 
+    /// Ends every live connection of `user` (erased: nothing more reaches them).
+    func disconnect(user: UserID) {
+        let theirs = state.withLock { s in s.connections.values.filter { $0.user == user } }
+        for connection in theirs { disconnect(connection) }
+    }
+
     private func endAll(_ reason: LiveConnection.Ending) {
         for connection in state.withLock({ Array($0.connections.values) }) { connection.end(reason) }
     }

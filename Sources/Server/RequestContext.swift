@@ -52,6 +52,8 @@ struct AuthenticationMiddleware: RouterMiddleware {
     typealias Context = ParleyContext
     let verifier: TokenVerifier
     let limiter: RateLimiter?
+    /// Asked whether a token's subject was erased: their tokens are refused with 401 `erased`.
+    let engine: Engine
     /// Paths answered without a token.
     static let publicPaths: Set<String> = ["/healthz", "/readyz", "/metrics", "/v1/openapi.json"]
 
@@ -61,6 +63,7 @@ struct AuthenticationMiddleware: RouterMiddleware {
         var context = context
         if let token = request.headers.bearer?.token {
             guard let verified = await verifier.verify(token: token) else { throw APIError.unauthorized }
+            if engine.isErased(verified.identity.user) { throw APIError.erased }
             context.identity = verified.identity
             context.identityExpires = verified.expires
         } else if request.headers[.authorization] != nil {

@@ -123,6 +123,23 @@ enum Answers {
 extension API {
     /// Runs a command for the token's subject: reads the body (413 over 1 MiB), answers a retried
     /// `Idempotency-Key` with the first answer, maps a broken rule to its status and code.
+    /// Erases `user` (``Engine/erase(_:actor:time:)``), then ends their live connections and forgets their
+    /// idempotent answers; answers `{"position":N}`.
+    func erase(_ user: UserID, actor: String) async throws -> Response {
+        guard !hub.isStopping else { throw APIError.stopping }
+        let position: Position
+        do {
+            position = try await engine.erase(user, actor: actor)
+        } catch {
+            metrics.recordCommand("eraseUser", .rejected(APIError(error).code))
+            throw APIError(error)
+        }
+        metrics.recordCommand("eraseUser", .accepted)
+        hub.disconnect(user: user)
+        idempotency.forget(user: user)
+        return JSONBody.response(Answers.position(position))
+    }
+
     func command(
         _ request: Request, _ context: ParleyContext, status: HTTPResponse.Status = .ok,
         _ run: @escaping @Sendable (UserID, ByteBuffer) async throws -> String
@@ -238,6 +255,27 @@ extension API {
                             user: user, name: b.name, nickname: b.nickname, photoURL: b.photoURL, about: b.about,
                             location: b.location, interests: b.interests, dogs: b.dogs, cleared: b.cleared)))
             }
+        }
+        t.add(
+            RouteSpec(
+                method: .delete, path: "/v1/me", operation: "deleteAccount",
+                summary:
+                    "Delete one's account for good: the erasure is durable and the data key destroyed before the "
+                    + "answer; the token (and every other) is refused afterwards with 401 erased.",
+                access: .user, status: 200, response: "PositionResult")
+        ) { request, context in
+            let user = try context.user()
+            return try await erase(user, actor: user.rawValue)
+        }
+        t.add(
+            RouteSpec(
+                method: .delete, path: "/v1/admin/users/:user", operation: "eraseUser",
+                summary: "Erase a user for good (admin), as their own account deletion does.", access: .admin,
+                status: 200, response: "PositionResult")
+        ) { request, context in
+            _ = try context.admin()
+            let user = UserID(try context.parameters.id("user"))
+            return try await erase(user, actor: UserID.system.rawValue)
         }
         registerGraphCommands(t)
         registerRoomCommands(t)

@@ -193,6 +193,38 @@ extension API {
                 throw APIError(error)
             }
         }
+        t.add(
+            RouteSpec(
+                method: .get, path: "/v1/me/export", operation: "exportMine",
+                summary:
+                    "Everything by or about the caller (their acts, and every event naming them), opened, as "
+                    + "canonical JSON Lines: their copy of their data.",
+                access: .user, status: 200, response: "JSONLines")
+        ) { request, context in
+            let user = try context.user()
+            let store = engine.store
+            // A scan of the whole log: on a thread of its own, not the pool's.
+            let text = try await onDedicatedThread("parley-export") { () throws(APIError) -> String in
+                var text = ""
+                do {
+                    try store.forEachView(from: .first) { view in
+                        // Who an event is by or about is in the clear: open only what is exported.
+                        guard let envelope = try? EventEnvelope(record: view.record, keys: nil),
+                            envelope.isByOrAbout(user)
+                        else { return }
+                        text += envelope.opened(with: store.keys).jsonLine() + "\n"
+                    }
+                } catch let error as EventLogError {
+                    throw APIError(ValidationError(storage: error, doing: "reading the log"))
+                } catch {
+                    throw APIError(ValidationError(.storage, "reading the log failed: \(error)"))
+                }
+                return text
+            }
+            return Response(
+                status: .ok, headers: [.contentType: "application/x-ndjson"],
+                body: .init(byteBuffer: ByteBuffer(string: text)))
+        }
         let exportFrom: ClosedRange<Int64> = 1...Int64.max
         let exportSize: ClosedRange<Int64> = 1...100_000
         t.add(

@@ -1,4 +1,12 @@
 extension ProjectionState {
+    /// What others see of an erased user in place of their name.
+    static let deletedUserName = "Deleted user"
+
+    /// The user's name as others see it: "Deleted user" once erased.
+    func displayName(of user: Int32) -> String? {
+        accounts.users[Int(user)].isErased ? Self.deletedUserName : accounts.users[Int(user)].name
+    }
+
     func roomTitle(_ room: Int32, viewer: Int32?) -> String {
         let record = chat.rooms[Int(room)]
         switch record.kind {
@@ -6,17 +14,18 @@ extension ProjectionState {
             if viewer == nil {
                 // No viewer (the room list of `room(id)`): both members, by id.
                 let names = record.members.map { users[$0.user] }.sorted().map { id -> String in
-                    users.index(of: id).flatMap { accounts.users[Int($0)].name } ?? id
+                    users.index(of: id).flatMap { displayName(of: $0) } ?? id
                 }
                 return names.joined(separator: " & ")
             }
             guard let other = record.members.first(where: { $0.user != viewer })?.user ?? record.members.first?.user
             else { return rooms[room] }
-            return accounts.users[Int(other)].name ?? users[other]
+            return displayName(of: other) ?? users[other]
         case .group:
             return record.name ?? rooms[room]
         case .activity:
-            return record.activity >= 0 ? activities.activities[Int(record.activity)].title : rooms[room]
+            let title = record.activity >= 0 ? activities.activities[Int(record.activity)].title : ""
+            return title.isEmpty ? rooms[room] : title
         }
     }
 
@@ -51,7 +60,8 @@ extension ProjectionState {
         var counterpart: Counterpart?
         if record.kind == .direct, let other = record.members.first(where: { $0.user != u })?.user {
             let profile = accounts.users[Int(other)]
-            counterpart = Counterpart(user: UserID(users[other]), name: profile.name, photoURL: profile.photoURL)
+            counterpart = Counterpart(
+                user: UserID(users[other]), name: displayName(of: other), photoURL: profile.photoURL)
         }
         let unread = record.members.first { $0.user == u }.map { Int($0.unread) } ?? 0
         return RoomSummary(

@@ -122,7 +122,10 @@ public final class Engine: Sendable {
             throw ValidationError(storage: error, doing: "opening the log at \(directory)")
         }
         do {
-            return try Engine(store: log, options: options)
+            let engine = try Engine(store: log, options: options)
+            // Erasures a crash cut between their event and their key are finished before anything is read.
+            try engine.destroyErasedKeys()
+            return engine
         } catch {
             try? log.close()
             throw error

@@ -263,3 +263,35 @@ public enum JSONText {
         }
     }
 }
+
+extension EventEnvelope {
+    /// This envelope with its event's seal opened with `keys` (see ``init(record:keys:)``).
+    public func opened(with keys: any KeyStore) -> EventEnvelope {
+        var copy = self
+        copy.event = event.opened(with: PersonalKeys(keys), owner: actor.map { UserID($0) })
+        return copy
+    }
+
+    /// Whether the event is `user`'s own act (its actor) or names them (a request to them, an invitation, a room
+    /// they are added to): what their own export holds (GDPR Art. 15 and 20).
+    public func isByOrAbout(_ user: UserID) -> Bool {
+        if let actor, actor.isSameID(as: user.rawValue) { return true }
+        if stream == "user:" + user.rawValue { return true }
+        return event.namedUsers.contains { $0.rawValue.isSameID(as: user.rawValue) }
+    }
+}
+
+extension DomainEvent {
+    /// Every user id the payload names (its fields of type ``UserID`` and lists of them).
+    var namedUsers: [UserID] {
+        var found: [UserID] = []
+        for child in Mirror(reflecting: payload).children {
+            if let user = child.value as? UserID {
+                found.append(user)
+            } else if let users = child.value as? [UserID] {
+                found += users
+            }
+        }
+        return found
+    }
+}
