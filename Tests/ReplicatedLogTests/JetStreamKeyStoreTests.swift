@@ -264,6 +264,21 @@ import Testing
         }
     }
 
+    @Test func aMissingStreamThatMayNotBeMadeOpensAnEmptyStoreThatRefusesWrites() async throws {
+        try await NATSCluster.with(servers: 1) { cluster in
+            let connection = try await cluster.connect()
+            var configuration = Self.configuration
+            configuration.createIfMissing = false
+            let store = try await JetStreamKeyStore.open(configuration, jetStream: JetStream(connection))
+            #expect(try store.lookup(KeyOwner("ann")) == .absent)
+            #expect(Self.failure { _ = try store.createKey(for: KeyOwner("ann")) }?.code == .readOnly)
+            #expect(Self.failure { try store.destroyKey(for: KeyOwner("ann")) }?.code == .readOnly)
+            #expect(try await JetStream(connection).streamInfo(configuration.stream) == nil)
+            try store.close()
+            await connection.close()
+        }
+    }
+
     @Test func aReplicatedLogKeepsItsKeysInTheStreamBesideItsOwn() async throws {
         try await NATSCluster.with(servers: 1) { cluster in
             var configuration = ReplicatedLog.Configuration(servers: cluster.addresses, stream: "CHAT", replicas: 1)
