@@ -144,7 +144,9 @@ public final class ReplicatedLog: EventStore {
     public let configuration: Configuration
     /// The data keys, in a JetStream stream beside the log's (``JetStreamKeyStore``: `<stream>_KEYS`), read when the
     /// log opens and followed; closed with the log.
-    public let keys: any KeyStore
+    public var keys: any KeyStore { keyStore }
+    /// The same store, as itself (a follower waits for its catch-up).
+    let keyStore: JetStreamKeyStore
     let connection: NATSConnection
     let jetStream: JetStream
     /// The most bytes the servers take in one message.
@@ -153,9 +155,11 @@ public final class ReplicatedLog: EventStore {
     private let notifier = CommitNotifier()
     private let roleNotifier = CommitNotifier()
 
-    private init(configuration: Configuration, connection: NATSConnection, maximumMessage: Int, keys: any KeyStore) {
+    private init(
+        configuration: Configuration, connection: NATSConnection, maximumMessage: Int, keys: JetStreamKeyStore
+    ) {
         self.configuration = configuration
-        self.keys = keys
+        self.keyStore = keys
         self.connection = connection
         self.jetStream = JetStream(connection)
         self.maximumMessage = maximumMessage
@@ -363,6 +367,10 @@ public final class ReplicatedLog: EventStore {
                     stream: configuration.stream, subject: configuration.subject, from: sequence + 1)
                 do {
                     for try await message in messages {
+                        // The writer makes a key durable before the first record sealed under it: once this node
+                        // holds every key stored so far, it can open every seal of the batch (a fold that met a
+                        // missing key would keep that user's fields empty).
+                        try? await keyStore.catchUp()
                         try apply(message)
                         backoff = .milliseconds(100)
                     }

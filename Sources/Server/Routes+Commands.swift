@@ -231,6 +231,13 @@ extension API {
                 status: 201, response: "UserCreated", idempotent: true)
         ) { request, context in
             try await command(request, context, status: .created) { user, body in
+                guard !user.looksLikePersonalData else {
+                    throw APIError.badRequest(
+                        "personalDataAsID",
+                        "the token's subject '\(user.rawValue)' is a phone number or an e-mail address: a user id is "
+                            + "never erased, so it must not be personal data; use an opaque id (a UUID) as the subject "
+                            + "and give the phone or e-mail in the body")
+                }
                 let b = try JSONBody.decode(SignUpBody.self, from: body)
                 try screen([b.name])
                 let position = try await engine.register(

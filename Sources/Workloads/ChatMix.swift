@@ -2,8 +2,8 @@ import EventLog
 import Projections
 
 /// The benchmarks' chat mix: catalogue events generated from their number alone, encoded with the domain's own
-/// codecs, so that `parley bench` and the peer comparison (`Benchmarks/`) append, scan and size the same bytes
-/// that the engine writes and can decode.
+/// codecs and sealed as the engine seals them, so that `parley bench` and the peer comparison (`Benchmarks/`)
+/// append, scan and size the same bytes that the engine writes and can decode.
 ///
 /// About 72 % text `MessageSent` (20–300 bytes), 6 % image or video `MessageSent`, 12 % `MessagesRead`, 5 %
 /// friend requests and acceptances, 3 % `ActivityHosted` and `RSVPGiven`, 2 % `ProfileUpdated`: ~200 encoded
@@ -41,12 +41,21 @@ public struct ChatMix: Sendable {
         return EventEnvelope(event: event, id: id, time: time, actor: event.payloadActor, stream: event.stream)
     }
 
-    /// Event number `index` as a record to append.
+    /// The data keys the mix's personal fields are sealed under, as the engine seals them (docs/ERASURE.md).
+    public let keys: any KeyStore = MemoryKeyStore()
+
+    /// Event number `index` as a record to append: its payload as the engine stores it, personal fields sealed
+    /// under the actor's key.
     public func record(_ index: Int) -> ProposedRecord {
         let envelope = envelope(index)
+        let actor = envelope.actor ?? ""
+        // A memory key store makes keys and seals without failing (the system always gives random bytes).
+        let payload =
+            (try? envelope.event.storedPayload(sealingIn: keys, owner: UserID(actor)))
+            ?? envelope.event.encodedPayload()
         return ProposedRecord(
             id: envelope.id ?? .random(), stream: StreamName(envelope.event.stream), type: envelope.type,
-            actor: envelope.actor ?? "", time: envelope.time, payload: envelope.event.encodedPayload())
+            actor: actor, time: envelope.time, payload: payload)
     }
 
     /// Events `range` as records to append.

@@ -160,6 +160,7 @@ let version1Fixtures: [String: String] = [
             record: ProposedRecord(
                 stream: StreamName(sent.stream), type: sent.typeName, actor: "u1", time: 0, payload: []),
             in: state, keys: keys)
+        // blocking-ok: a memory key store, in a synchronous test body on the suite's own threads
         try keys.destroyKey(for: KeyOwner("u1"))
         let envelope = try EventEnvelope(
             record: Record(

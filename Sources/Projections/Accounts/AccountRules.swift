@@ -78,3 +78,13 @@ extension ProjectionState {
         return true
     }
 }
+
+extension UserID {
+    /// Whether the id is a phone number (E.164, with or without its `+`) or an e-mail address: personal data, which an
+    /// id must not be (an id is never erased). A sign-up with such an id is refused (`personalDataAsID`).
+    public var looksLikePersonalData: Bool {
+        let text = rawValue
+        if ProjectionState.isPlausibleEmail(text) { return true }
+        return ProjectionState.isE164(text.hasPrefix("+") ? text : "+" + text)
+    }
+}

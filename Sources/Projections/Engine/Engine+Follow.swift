@@ -55,6 +55,8 @@ extension Engine {
             durablePosition.store(state.position, ordering: .releasing)
             pipeline.withLock { $0.failure = nil }
         }
+        // An erasure whose writer stopped between its event and its key is finished by the next writer.
+        try destroyErasedKeys()
         durableChanges.notify()
     }
 

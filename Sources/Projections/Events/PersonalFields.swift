@@ -156,6 +156,13 @@ extension DomainEvent {
 
     /// The stored payload (sealed when the event is).
     func storedPayload() -> [UInt8] { personal?.sealedEncoded() ?? payload.encoded() }
+
+    /// The payload as the engine stores it: personal fields sealed under `owner`'s key in `keys` (made when missing),
+    /// for tools and benchmarks that append records themselves.
+    /// - Throws: as ``sealing(in:owner:creating:)``.
+    public func storedPayload(sealingIn keys: any KeyStore, owner: UserID) throws(EventLogError) -> [UInt8] {
+        try sealing(in: keys, owner: owner, creating: true).storedPayload()
+    }
 }
 
 extension PersonalEvent {
