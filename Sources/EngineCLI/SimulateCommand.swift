@@ -8,7 +8,9 @@ struct SimulateCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "simulate",
         abstract: "Generate a realistic, valid workload of the five apps through the validated event entry.",
-        discussion: "Deterministic for a seed. Needs an empty or new data directory.")
+        discussion:
+            "The same events for a seed (their seals, and so the bytes of the log, differ every run: keys and nonces are "
+            + "random). Needs an empty or new data directory.")
     @OptionGroup var global: GlobalOptions
     @Option(help: "Number of users.") var users: Int = 20_000
     @Option(help: "Number of simulated days.") var days: Int = 7
