@@ -18,7 +18,8 @@ import Synchronization
 ///
 /// With `--commands` it drives the engine instead: concurrent senders run validated commands (messages into
 /// their rooms, first direct messages that create rooms, read markers) and it prints `position id` for every
-/// event of each acknowledged command.
+/// event of each acknowledged command. With `--keys` it makes and destroys data keys (`runKeys`); with `--erase` it
+/// registers users and erases them through the engine (`runErase`).
 @main
 struct CrashWriter: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -30,10 +31,16 @@ struct CrashWriter: AsyncParsableCommand {
     @Option(help: "Concurrent producers.") var producers: Int = 4
     @Flag(help: "Run validated commands through the engine instead of raw appends.") var commands = false
     @Flag(help: "Make and destroy data keys in a key store instead (see runKeys).") var keys = false
+    @Flag(help: "Register users, then erase them through the engine, instead (see runErase).") var erase = false
+    @Option(help: "With --erase: how many users to register and erase.") var users: Int = 6
 
     func run() async throws {
         if keys {
             try runKeys()
+            return
+        }
+        if erase {
+            try await runErase()
             return
         }
         if commands {
