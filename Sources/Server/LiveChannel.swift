@@ -137,6 +137,8 @@ struct LiveChannel: Sendable {
         case .expired:
             let since = connection.deliveredPosition.map { " since \($0)" } ?? ""
             try? await outbound.close(Self.expiredCode, reason: "token expired: sign in again and subscribe" + since)
+        case .erased:
+            try? await outbound.close(Self.unauthorizedCode, reason: "erased: this account was deleted")
         case .gone, nil:
             break
         }

@@ -43,6 +43,8 @@ final class LiveConnection: Sendable {
         case expired
         /// The client went away.
         case gone
+        /// Its user was erased: closed with 4401 (the token is refused from now on).
+        case erased
     }
 
     struct State {
@@ -131,7 +133,7 @@ final class LiveConnection: Sendable {
             return (s.waiter, first)
         }
         waiter?.resume(returning: nil)
-        if first, reason == .stopping || reason == .expired { cutLater() }
+        if first, reason == .stopping || reason == .expired || reason == .erased { cutLater() }
     }
 
     var ending: Ending? { state.withLock { $0.ending } }
@@ -280,7 +282,11 @@ final class LiveHub: Sendable {
     /// Ends every live connection of `user` (erased: nothing more reaches them).
     func disconnect(user: UserID) {
         let theirs = state.withLock { s in s.connections.values.filter { $0.user == user } }
-        for connection in theirs { disconnect(connection) }
+        for connection in theirs {
+            // Closed with its own code first; `disconnect` then finds the ending set and only unregisters it.
+            connection.end(.erased)
+            disconnect(connection)
+        }
     }
 
     private func endAll(_ reason: LiveConnection.Ending) {

@@ -323,13 +323,11 @@ import Testing
                 frame = try await bob.frame()
             }
             #expect(frame != nil, "bob's connection was closed")
-            // Her client sees its connection end: a close frame, or the end of the stream. It does not answer the
-            // keep-alive's pings, so a connection left open ends 60 s later with 1001 "Ping timeout" (WSCore's):
-            // that is not the erasure ending it.
-            await withKnownIssue(Comment(rawValue: Self.openAfterErasure)) {
-                let ending = try await dana.ending()
-                #expect(ending.reason != "Ping timeout", "\(ending)")
-            }
+            // Her client sees its connection end with 4401 and why (a connection left open would end 60 s later
+            // with 1001 "Ping timeout", as this client does not answer the keep-alive's pings).
+            let ending = try await dana.ending()
+            #expect(ending.code == 4401, "\(ending)")
+            #expect(ending.reason.contains("erased"), "\(ending)")
         }
     }
 
@@ -418,11 +416,6 @@ extension AccountDeletionTests {
         #expect(answer.status == status, "\(answer.body)", sourceLocation: sourceLocation)
         return answer
     }
-
-    static let openAfterErasure =
-        "LiveHub.disconnect(user:) ends the connection as .gone: LiveChannel's writer returns without a close frame "
-        + "and its reader keeps waiting on the client, so the erased user's socket stays open (until the keep-alive "
-        + "gives up on an unanswered ping)"
 
     static func errorCode(_ answer: Answer) -> String? {
         try? JSONDecoder().decode(ErrorAnswer.self, from: Data(answer.body.utf8)).error.code
