@@ -55,10 +55,18 @@ extension MessageSent {
         guard let roomIndex = state.rooms.index(of: room.rawValue) else { return }
         let (messageIndex, isNew) = state.messageIDs.intern(message.rawValue)
         guard isNew else { return }
-        state.chat.sent(
-            message: messageIndex, room: roomIndex, sender: senderIndex, kind: kind, body: body, media: media,
-            sealed: sealed, replyTo: replyTo?.rawValue, position: position, time: time,
-            blockers: state.graph.blockedBy[Int(senderIndex)])
+        let blockers = state.graph.blockedBy[Int(senderIndex)]
+        guard let sealed else {
+            state.chat.sent(
+                message: messageIndex, room: roomIndex, sender: senderIndex, kind: kind, body: body, media: media,
+                replyTo: replyTo?.rawValue, position: position, time: time, blockers: blockers)
+            return
+        }
+        sealed.withUnsafeBytes { seal in
+            state.chat.sent(
+                message: messageIndex, room: roomIndex, sender: senderIndex, kind: kind, body: nil, media: nil,
+                sealed: seal, replyTo: replyTo?.rawValue, position: position, time: time, blockers: blockers)
+        }
     }
 }
 

@@ -71,7 +71,7 @@ struct ChatProjection {
     var replies: [String] = []
     /// Sealed messages' personal fields (``MessageSent``'s seal), by ``MessageRecord/media``; emptied when the
     /// message is deleted or its sender erased.
-    var seals: [[UInt8]] = []
+    var seals = SealArena()
     /// The seal of each sealed message's latest edit (``MessageEdited``'s), by message.
     var editSeals: [Int32: [UInt8]] = [:]
     /// The rooms each user is a member of now (derived from room members).
@@ -120,13 +120,12 @@ struct ChatProjection {
     /// are the users who blocked the sender (it is hidden from them: it comes after their block).
     mutating func sent(
         message: Int32, room: Int32, sender: Int32, kind: MessageKind, body: String?, media attached: Media?,
-        sealed: [UInt8]? = nil, replyTo: String?, position: UInt64, time: Int64, blockers: Set<Int32>
+        sealed: UnsafeRawBufferPointer? = nil, replyTo: String?, position: UInt64, time: Int64, blockers: Set<Int32>
     ) {
         precondition(Int(message) == messages.count, "messages are added in interning order")
         var mediaIndex: Int32 = -1
         if let sealed {
-            mediaIndex = Int32(seals.count)
-            seals.append(sealed)
+            mediaIndex = seals.append(sealed)
         } else if let attached {
             mediaIndex = Int32(media.count)
             media.append(attached)
@@ -170,7 +169,7 @@ struct ChatProjection {
     /// Forgets what the message said (deleted, or its sender erased): body, media, seals.
     mutating func forgetContent(_ message: Int32) {
         let m = messages[Int(message)]
-        if m.isSealed, m.media >= 0 { seals[Int(m.media)] = [] }
+        if m.isSealed, m.media >= 0 { seals.forget(m.media) }
         editSeals[message] = nil
         messages[Int(message)].isSealed = false
         messages[Int(message)].body = nil
@@ -302,7 +301,7 @@ struct ChatProjection {
             } else if message.isSealed {
                 writer.optionalString(message.body)
                 writer.byte(2)
-                writer.writeLengthPrefixed(seals[Int(message.media)])
+                writer.writeLengthPrefixed(seals.seal(message.media))
             } else {
                 writer.optionalString(message.body)
                 writer.bool(message.media >= 0)
@@ -368,8 +367,7 @@ struct ChatProjection {
             var mediaIndex: Int32 = -1
             let content = try reader.byte()
             if content == 2 {
-                mediaIndex = Int32(seals.count)
-                seals.append(Array(try reader.utf8()))
+                mediaIndex = seals.append(try reader.utf8())
             } else if content == 1 {
                 mediaIndex = Int32(media.count)
                 media.append(try Media(reading: &reader))

@@ -102,7 +102,7 @@ extension ProjectionState {
         var media: Media?
         if m.isSealed {
             var sent = MessageSent(room: RoomID(""), message: MessageID(""), sender: UserID(""), kind: m.kind)
-            sent.sealed = chat.seals[Int(m.media)]
+            sent.sealed = Array(chat.seals.seal(m.media))
             guard let opened = try? sent.opening(with: key) else { return (nil, nil) }
             body = opened.body
             media = opened.media

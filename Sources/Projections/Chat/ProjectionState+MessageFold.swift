@@ -54,7 +54,7 @@ private struct MessageSentBytes {
     var body: String?
     var media: Media?
     var replyTo: String?
-    var sealed: [UInt8]?
+    var sealed: UnsafeRawBufferPointer?
 
     init(reading reader: inout ByteReader) throws(ByteReaderError) {
         var version = try reader.byte()
@@ -72,7 +72,7 @@ private struct MessageSentBytes {
         replyTo = try reader.optionalString()
         // The sender's name is not folded, but a malformed one makes the payload undecodable, as there.
         if try reader.bool() { _ = try reader.utf8() }
-        if isSealed { sealed = Array(try reader.utf8()) }
+        if isSealed { sealed = try reader.utf8() }
     }
 }
 

@@ -275,6 +275,8 @@ extension Engine {
         replyTo: MessageID? = nil, message: MessageID? = nil, time: Int64? = nil
     ) async throws(ValidationError) -> SentMessage {
         var id = message ?? MessageID("")
+        let seal = presealedFields(
+            MessageSent(room: room, message: id, sender: sender, kind: kind, body: body, media: media), owner: sender)
         let positions = try await execute(actor: sender.rawValue, time: time) { s throws(ValidationError) in
             if let message,
                 let earlier = Engine.earlierSend(message, room: room, sender: sender, kind: kind, body: body, in: s)
@@ -282,12 +284,9 @@ extension Engine {
                 return .repeated(earlier)
             }
             if message == nil { id = MessageID(Engine.newID("m", in: s) { $0.messageIDs.index(of: $1) != nil }) }
-            return .append([
-                .messageSent(
-                    MessageSent(
-                        room: room, message: id, sender: sender, kind: kind, body: body, media: media, replyTo: replyTo)
-                )
-            ])
+            let sent = MessageSent(
+                room: room, message: id, sender: sender, kind: kind, body: body, media: media, replyTo: replyTo)
+            return .append([.messageSent(sent)], sealed: seal.map { [.messageSent(sent.withSeal($0))] })
         }
         return SentMessage(room: room, message: id, positions: positions)
     }
@@ -303,6 +302,9 @@ extension Engine {
     ) async throws(ValidationError) -> SentMessage {
         var id = message ?? MessageID("")
         var roomID = room ?? RoomID("")
+        let seal = presealedFields(
+            MessageSent(room: roomID, message: id, sender: sender, kind: kind, body: body, media: media),
+            owner: sender)
         let positions = try await execute(actor: sender.rawValue, time: time) { s throws(ValidationError) in
             if let message,
                 let earlier = Engine.earlierSend(message, room: nil, sender: sender, kind: kind, body: body, in: s),
@@ -317,10 +319,8 @@ extension Engine {
                 let existing = s.chat.directRooms[ChatProjection.pairKey(a, b)]
             {
                 roomID = RoomID(s.rooms[existing])
-                return .append([
-                    .messageSent(
-                        MessageSent(room: roomID, message: id, sender: sender, kind: kind, body: body, media: media))
-                ])
+                let sent = MessageSent(room: roomID, message: id, sender: sender, kind: kind, body: body, media: media)
+                return .append([.messageSent(sent)], sealed: seal.map { [.messageSent(sent.withSeal($0))] })
             }
             if sender == recipient {
                 throw ValidationError(.selfRelationship, "user \(sender) cannot start a direct room with themself")
@@ -331,7 +331,9 @@ extension Engine {
             try s.validate(.roomCreated(create), actor: sender.rawValue)
             // The sender is a member of the room the first event makes; the message rules remain.
             try s.checkNewMessage(sent)
-            return .append([.roomCreated(create), .messageSent(sent)], validated: true)
+            return .append(
+                [.roomCreated(create), .messageSent(sent)], validated: true,
+                sealed: seal.map { [nil, .messageSent(sent.withSeal($0))] })
         }
         return SentMessage(room: roomID, message: id, positions: positions)
     }

@@ -105,7 +105,9 @@ final class Ticket: Sendable {
 /// call (an idempotent retry).
 enum CommandPlan {
     /// Append these events; `validated` when the command checked them itself.
-    case append([DomainEvent], validated: Bool = false)
+    /// `sealed`: the same events with their personal fields already sealed (made before the sequencer, where both
+    /// cores share the work), by index; nil where they are sealed under the sequencer.
+    case append([DomainEvent], validated: Bool = false, sealed: [DomainEvent?]? = nil)
     /// The call was made before (same client-chosen id, same content): answer with its positions.
     case repeated([UInt64])
 }
@@ -138,24 +140,28 @@ extension Engine {
         return try sequencer.withLock { (speculative: inout ProjectionState) throws(ValidationError) -> Ticket in
             if let failure = pipeline.withLock({ $0.failure }) { throw failure }
             let events: [DomainEvent]
+            var presealed: [DomainEvent?]?
             switch try plan(speculative) {
             case .repeated(let positions):
                 return follow(positions)
-            case .append(let planned, let validated):
+            case .append(let planned, let validated, let sealed):
                 if !validated { for event in planned { try speculative.validate(event, actor: actor) } }
                 events = planned
+                presealed = sealed
             }
             var records: [ProposedRecord] = []
             var sequenced: [SequencedEvent] = []
             records.reserveCapacity(events.count)
             sequenced.reserveCapacity(events.count)
             let keys = store.keys
-            for event in events {
+            for (index, event) in events.enumerated() {
                 var record = ProposedRecord(
                     stream: StreamName(event.stream), type: event.typeName, actor: actor, time: stamp, payload: [])
                 let sealed: (stored: [UInt8], folded: DomainEvent)
                 do throws(ValidationError) {
-                    sealed = try Engine.seal(event, record: record, in: speculative, keys: keys)
+                    sealed = try Engine.seal(
+                        event, record: record, in: speculative, keys: keys,
+                        presealed: presealed.flatMap { index < $0.count ? $0[index] : nil })
                 } catch {
                     noteKeyStoreFailure(error)
                     throw error

@@ -9,8 +9,10 @@ extension Engine {
     /// what is sealed, but what a record may say does not depend on it.
     /// - Throws: `.userErased` when the owner was erased; `.recordTooLarge` for an event over the limit in the clear;
     ///   `.storage` when the key store fails or no seal can be made.
+    /// `presealed` is the event already sealed (``presealedFields(_:owner:)``), when it was.
     static func seal(
-        _ event: DomainEvent, record: ProposedRecord, in state: borrowing ProjectionState, keys: any KeyStore
+        _ event: DomainEvent, record: ProposedRecord, in state: borrowing ProjectionState, keys: any KeyStore,
+        presealed: DomainEvent? = nil
     ) throws(ValidationError) -> (stored: [UInt8], folded: DomainEvent) {
         let plain = event.storedPayload()
         var clear = record
@@ -18,6 +20,12 @@ extension Engine {
         if let problem = EventLog.checkRecord(clear) { throw ValidationError(refused: problem, clear) }
         let actor = record.actor
         guard let personal = event.personal, personal.sealed == nil else { return (plain, event) }
+        if let presealed, presealed.isSealed {
+            switch event {
+            case .messageSent, .messageEdited: return (presealed.storedPayload(), presealed)
+            default: return (presealed.storedPayload(), event)
+            }
+        }
         let owner = personal.personalOwner(in: state) ?? UserID(actor)
         let sealed: DomainEvent
         do {
@@ -31,6 +39,14 @@ extension Engine {
         case .messageSent, .messageEdited: return (sealed.storedPayload(), sealed)
         default: return (sealed.storedPayload(), event)
         }
+    }
+
+    /// The seal of `event`'s personal fields under `owner`'s key, made before the sequencer so that both cores
+    /// share the work (a seal depends on the fields and the key, not on the ids the sequencer may choose); nil when
+    /// the owner has no key yet (the seal is then made under the sequencer).
+    func presealedFields<E: PersonalEvent>(_ event: E, owner: UserID) -> [UInt8]? {
+        guard let key = PersonalKeys(store.keys).key(of: owner) else { return nil }
+        return try? event.sealing(with: key).sealed
     }
 
     /// Makes (durably, with one sync) the keys that the personal events of `events` will be sealed under, so that

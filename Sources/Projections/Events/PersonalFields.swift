@@ -57,12 +57,16 @@ extension PersonalEvent {
     }
 
     /// This event with its personal fields sealed under `key`: the fields emptied, the seal in ``sealed``.
-    /// An event already sealed is returned as it is.
+    /// An event already sealed, or whose personal fields are all empty, is returned as it is.
     /// - Throws: `.io` when no random nonce or AES-GCM fails (see ``PersonalSeal/seal(_:with:context:coding:)``).
     func sealing(with key: DataKey) throws(EventLogError) -> Self {
         guard sealed == nil else { return self }
         var plain = personalPlaintext
         defer { wipe(&plain) }
+        // An event whose personal fields are all empty (a direct room has no name) says nothing to seal.
+        var blank = self
+        blank.blankPersonal()
+        guard plain != blank.personalPlaintext else { return self }
         var copy = self
         copy.sealed = try PersonalSeal.seal(plain, with: key, context: Self.sealContext)
         copy.blankPersonal()
@@ -85,6 +89,14 @@ extension PersonalEvent {
             throw EventLogError(.malformedSeal, "an authentic \(Self.typeName) seal holds \(error.description)")
         }
         copy.sealed = nil
+        return copy
+    }
+
+    /// This event with `seal` (made from its own fields, see `Engine.presealedFields`) in place of its fields.
+    func withSeal(_ seal: [UInt8]) -> Self {
+        var copy = self
+        copy.sealed = seal
+        copy.blankPersonal()
         return copy
     }
 
