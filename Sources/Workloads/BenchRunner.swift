@@ -151,6 +151,9 @@ public struct BenchRunner {
             + "the writer's actor index has caught up with the week"
         workloads.append(auditActor)
 
+        // 5b. erase — users of 10,000 events each erased from the simulated week.
+        workloads.append(try await erase(engine, users: settings.replayUsers >= 1_000 ? 5 : 2))
+
         // 6. size
         workloads.append(try size(mix: mix, logPath: logPath))
 
@@ -259,6 +262,44 @@ public struct BenchRunner {
             "Engine.replay() over a simulated week (\(settings.replayUsers) users, seed \(settings.replaySeed), "
             + "\(simulated.events) events) into every projection; state \(try engine.stateDigest)"
         return (workload, engine, path)
+    }
+
+    // MARK: erase
+
+    /// Gives each of `count` new users 10,000 events (messages in a group of theirs, imported in batches), then
+    /// times `Engine.erase` of each: the `UserErased` made durable and folded, and the key destroyed.
+    private func erase(_ engine: Engine, users count: Int) async throws -> BenchReport.Workload {
+        ProgressBar.note("erase: \(count) users of 10,000 events each…", enabled: showsProgress)
+        let perUser = 10_000
+        var latencies: [UInt64] = []
+        var started = LatencySample.now()
+        for number in 0..<count {
+            let user = UserID("eraser\(number)")
+            try await engine.register(user, method: .google, name: "Eraser \(number)")
+            let room = try await engine.createGroup(by: user, name: "Room of eraser \(number)", members: [])
+            for batch in stride(from: 0, to: perUser - 2, by: 1_000) {
+                let envelopes = (batch..<min(batch + 1_000, perUser - 2)).map { index in
+                    EventEnvelope(
+                        event: .messageSent(
+                            MessageSent(
+                                room: room, message: MessageID("e\(number)-\(index)"), sender: user, kind: .text,
+                                body: Words.chat[index % Words.chat.count] + " #\(index)")),
+                        actor: user.rawValue)
+                }
+                try await engine.apply(envelopes)
+            }
+            if number == 0 { started = LatencySample.now() }
+            let begin = LatencySample.now()
+            try await engine.erase(user, actor: UserID.system.rawValue)
+            latencies.append(LatencySample.now() - begin)
+        }
+        let sample = LatencySample(
+            events: count, seconds: Double(LatencySample.now() - started) / 1e9, latencies: latencies)
+        var workload = latency("erase", sample, count)
+        workload.note =
+            "Engine.erase of \(count) users with \(perUser) events each, in the simulated week: UserErased durable "
+            + "and folded (their messages forgotten, their rooms left), then their key destroyed (a write and a sync)"
+        return workload
     }
 
     // MARK: figures

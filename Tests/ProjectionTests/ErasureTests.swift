@@ -170,7 +170,8 @@ import Testing
             let blocks = name.hasSuffix(".seg") ? try Self.segmentBlocks(bytes) : try Self.actorIndexBlocks(bytes)
             #expect(blocks.contains { Self.contains($0, Array("MessageSent".utf8)) }, "\(name)")
         }
-        let before = try Self.found(in: directory, extra: [try Self.export(engine.store)])
+        let exportedBefore = try Self.export(engine.store)
+        let before = try Self.found(in: directory, extra: [exportedBefore])
         #expect(before == Set(Self.canaries), "the scan must find every canary before the erasure")
         #expect(try Self.found(in: directory).isEmpty, "plaintext personal data in the data directory")
 
@@ -233,5 +234,20 @@ import Testing
         }
         // Bob's data is all there.
         #expect(try engine.profile("bob")?.about == "Bob's own words")
+
+        // The export made before the erasure, imported again, does not bring her back: her events are refused with
+        // a note, everyone else's are duplicates.
+        let lines = exportedBefore.split(separator: "\n").map { try? EventEnvelope(jsonLine: String($0)) }
+        let envelopes = lines.compactMap { $0 }.map { envelope in
+            var copy = envelope
+            copy.position = nil
+            return copy
+        }
+        #expect(envelopes.count == lines.count)
+        let reimported = try await engine.apply(envelopes, skipInvalid: true)
+        #expect(reimported.appended.isEmpty)
+        #expect(!reimported.skipped.isEmpty && reimported.skipped.allSatisfy { $0.code == .userErased })
+        #expect(try engine.profile("eve") == nil)
+        #expect(try Self.found(in: directory).isEmpty)
     }
 }

@@ -146,9 +146,17 @@ extension Engine {
                 let identity = Identity(type: event.typeName, stream: event.stream, payload: payload)
                 var earlier = seen[id] ?? inFlight[id]
                 if earlier == nil, let record = (try? store.lookup(id: id)) ?? nil {
-                    earlier = Identity(
-                        type: record.type, stream: record.stream.rawValue,
-                        payload: Engine.plainPayload(of: record, keys: store.keys))
+                    let (plain, isErased) = Engine.plainPayload(of: record, keys: store.keys)
+                    if isErased {
+                        // An export made before an erasure, imported again, must not bring the user back.
+                        plan.problems.append(
+                            ValidationError(
+                                .userErased,
+                                "event id \(id) is a \(record.type) of \(record.actor), who was erased since: it is not "
+                                    + "imported again", index: index))
+                        continue
+                    }
+                    earlier = Identity(type: record.type, stream: record.stream.rawValue, payload: plain)
                 }
                 if let earlier {
                     if earlier == identity || isKeptPart(earlier, of: event) {

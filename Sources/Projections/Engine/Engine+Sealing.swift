@@ -14,18 +14,28 @@ extension Engine {
         _ event: DomainEvent, record: ProposedRecord, in state: borrowing ProjectionState, keys: any KeyStore,
         presealed: DomainEvent? = nil
     ) throws(ValidationError) -> (stored: [UInt8], folded: DomainEvent) {
-        let plain = event.storedPayload()
-        var clear = record
-        clear.payload = plain
-        if let problem = EventLog.checkRecord(clear) { throw ValidationError(refused: problem, clear) }
-        let actor = record.actor
-        guard let personal = event.personal, personal.sealed == nil else { return (plain, event) }
+        let (stored, folded) = try sealed(event, actor: record.actor, in: state, keys: keys, presealed: presealed)
+        // The text code takes at least 3 bits a byte: a stored payload under a third of the limit cannot hold more
+        // than the limit in the clear, and needs no second encoding to tell.
+        if stored.count * 3 + 1024 >= EventLog.maximumRecordSize {
+            var clear = record
+            clear.payload = event.storedPayload()
+            if let problem = EventLog.checkRecord(clear) { throw ValidationError(refused: problem, clear) }
+        }
+        return (stored, folded)
+    }
+
+    private static func sealed(
+        _ event: DomainEvent, actor: String, in state: borrowing ProjectionState, keys: any KeyStore,
+        presealed: DomainEvent?
+    ) throws(ValidationError) -> (stored: [UInt8], folded: DomainEvent) {
         if let presealed, presealed.isSealed {
             switch event {
             case .messageSent, .messageEdited: return (presealed.storedPayload(), presealed)
             default: return (presealed.storedPayload(), event)
             }
         }
+        guard let personal = event.personal, personal.sealed == nil else { return (event.storedPayload(), event) }
         let owner = personal.personalOwner(in: state) ?? UserID(actor)
         let sealed: DomainEvent
         do {
@@ -76,13 +86,13 @@ extension Engine {
 
     /// What a record says, with its seal opened with `keys` (the record's actor owns it when its payload names no
     /// owner): the payload in the clear, to compare with an event given again under the same id. A record whose
-    /// owner was erased keeps its sealed payload (and so never equals an event given again).
-    static func plainPayload(of record: Record, keys: any KeyStore) -> [UInt8] {
+    /// owner was erased keeps its sealed payload (and so never equals an event given again), and says so.
+    static func plainPayload(of record: Record, keys: any KeyStore) -> (payload: [UInt8], isErased: Bool) {
         guard record.payload.first == sealedPayloadMarker,
             let event = try? DomainEvent.decode(type: record.type, payload: record.payload)
-        else { return record.payload }
+        else { return (record.payload, false) }
         let opened = event.opened(with: PersonalKeys(keys), owner: UserID(record.actor))
-        return opened.isSealed ? record.payload : opened.storedPayload()
+        return opened.isSealed ? (record.payload, true) : (opened.storedPayload(), false)
     }
 
     /// After the key store failed to write or sync (a full disk, an I/O error), the engine takes no commands until

@@ -113,16 +113,16 @@ struct ProjectionState {
 
     /// Folds an event with its envelope: the audit index, the position, and the domain projections.
     mutating func fold(_ event: DomainEvent, actor: String, position: UInt64, time: Int64) {
-        let payload = event.payload
+        let payload = event.openedForFold(in: self).payload
         audit.record(position: position, time: time, actor: actor, type: type(of: payload).typeName)
         self.position = position
-        payload.openedForFold(in: self).apply(to: &self, position: position, time: time)
+        payload.apply(to: &self, position: position, time: time)
     }
 
     /// Folds an already-decoded event into the domain projections (not the audit index). Each event type's fold
     /// lives in its feature folder (`Chat/ChatFold.swift`, ...).
     mutating func apply(_ event: DomainEvent, position: UInt64, time: Int64) {
-        event.payload.openedForFold(in: self).apply(to: &self, position: position, time: time)
+        event.openedForFold(in: self).payload.apply(to: &self, position: position, time: time)
     }
 }
 

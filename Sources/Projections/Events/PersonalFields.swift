@@ -132,10 +132,48 @@ struct PersonalKeys: Sendable {
 
 extension DomainEvent {
     /// The personal-event payload, when this event type has personal fields.
-    var personal: (any PersonalEvent)? { payload as? any PersonalEvent }
+    var personal: (any PersonalEvent)? {
+        switch self {
+        case .userRegistered(let e): e
+        case .profileUpdated(let e): e
+        case .roomCreated(let e): e
+        case .messageSent(let e): e
+        case .messageEdited(let e): e
+        case .gratitudeTagged(let e): e
+        case .activityHosted(let e): e
+        case .activityUpdated(let e): e
+        default: nil
+        }
+    }
 
     /// Whether the event's personal fields are sealed and not opened (its owner was erased, or no key was at hand).
-    public var isSealed: Bool { personal?.sealed != nil }
+    public var isSealed: Bool {
+        // A switch, not ``personal``: an existential of a large payload is a heap box (commands ask this often).
+        switch self {
+        case .userRegistered(let e): e.sealed != nil
+        case .profileUpdated(let e): e.sealed != nil
+        case .roomCreated(let e): e.sealed != nil
+        case .messageSent(let e): e.sealed != nil
+        case .messageEdited(let e): e.sealed != nil
+        case .gratitudeTagged(let e): e.sealed != nil
+        case .activityHosted(let e): e.sealed != nil
+        case .activityUpdated(let e): e.sealed != nil
+        default: false
+        }
+    }
+
+    /// The event as its fold takes it (see ``CatalogueEvent/openedForFold(in:)``), without boxing the payload.
+    func openedForFold(in state: ProjectionState) -> DomainEvent {
+        switch self {
+        case .userRegistered(let e): .userRegistered(e.openedForFold(in: state))
+        case .profileUpdated(let e): .profileUpdated(e.openedForFold(in: state))
+        case .roomCreated(let e): .roomCreated(e.openedForFold(in: state))
+        case .gratitudeTagged(let e): .gratitudeTagged(e.openedForFold(in: state))
+        case .activityHosted(let e): .activityHosted(e.openedForFold(in: state))
+        case .activityUpdated(let e): .activityUpdated(e.openedForFold(in: state))
+        default: self
+        }
+    }
 
     /// The event with its personal fields sealed under its owner's key in `keys` (made, durably, when the owner has
     /// none and `creating`), or as it is when it has none.
@@ -167,7 +205,13 @@ extension DomainEvent {
     }
 
     /// The stored payload (sealed when the event is).
-    func storedPayload() -> [UInt8] { personal?.sealedEncoded() ?? payload.encoded() }
+    func storedPayload() -> [UInt8] {
+        switch self {
+        case .messageSent(let e): e.sealedEncoded()
+        case .messageEdited(let e): e.sealedEncoded()
+        default: personal?.sealedEncoded() ?? payload.encoded()
+        }
+    }
 
     /// The payload as the engine stores it: personal fields sealed under `owner`'s key in `keys` (made when missing),
     /// for tools and benchmarks that append records themselves.
