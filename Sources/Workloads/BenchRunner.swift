@@ -272,7 +272,6 @@ public struct BenchRunner {
         ProgressBar.note("erase: \(count) users of 10,000 events each…", enabled: showsProgress)
         let perUser = 10_000
         var latencies: [UInt64] = []
-        var started = LatencySample.now()
         for number in 0..<count {
             let user = UserID("eraser\(number)")
             try await engine.register(user, method: .google, name: "Eraser \(number)")
@@ -288,13 +287,12 @@ public struct BenchRunner {
                 }
                 try await engine.apply(envelopes)
             }
-            if number == 0 { started = LatencySample.now() }
             let begin = LatencySample.now()
             try await engine.erase(user, actor: UserID.system.rawValue)
             latencies.append(LatencySample.now() - begin)
         }
-        let sample = LatencySample(
-            events: count, seconds: Double(LatencySample.now() - started) / 1e9, latencies: latencies)
+        // Erasures per second of erasing, one after another (the imports between them left out).
+        let sample = LatencySample(events: count, seconds: Double(latencies.reduce(0, +)) / 1e9, latencies: latencies)
         var workload = latency("erase", sample, count)
         workload.note =
             "Engine.erase of \(count) users with \(perUser) events each, in the simulated week: UserErased durable "
