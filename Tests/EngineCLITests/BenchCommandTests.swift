@@ -107,7 +107,7 @@ indirect enum JSON: Decodable {
             names == [
                 "append-batched", "append-batched-4p", "append-concurrent", "commands-single", "commands-concurrent",
                 "commands-mixed", "commands-4-readers", "follow-latency", "scan", "replay", "read-room", "audit-actor",
-                "size",
+                "erase", "size",
             ])
         for workload in workloads {
             let name = workload["name"]?.string ?? "?"
