@@ -41,6 +41,13 @@ public struct APIError: Error, HTTPResponseError, Sendable {
         error.headers[.wwwAuthenticate] = "Bearer"
         return error
     }()
+    /// A token of a suspended user, while the suspension lasts.
+    static func suspended(until: Int64) -> APIError {
+        APIError(
+            .forbidden, "suspended",
+            "this account is suspended by a moderator "
+                + (until == .max ? "for good" : "until \(Timestamp.format(until))"))
+    }
     static let stopping = APIError(.serviceUnavailable, "stopping", "the server is stopping; retry on another node")
     /// A text holds a term of the server's word filter; the message names no term, so it cannot be used to
     /// read the list.
@@ -58,11 +65,12 @@ public struct APIError: Error, HTTPResponseError, Sendable {
     init(_ error: ValidationError) {
         let status: HTTPResponse.Status
         switch error.code {
-        case .userNotFound, .roomNotFound, .messageNotFound, .activityNotFound, .feelingNotFound, .userErased:
+        case .userNotFound, .roomNotFound, .messageNotFound, .activityNotFound, .feelingNotFound, .userErased,
+            .reportNotFound:
             status = .notFound
-        case .duplicateID, .conflictingID, .directRoomExists, .alreadyMember:
+        case .duplicateID, .conflictingID, .directRoomExists, .alreadyMember, .alreadyResolved:
             status = .conflict
-        case .notAMember, .notTheSender, .notTheHost, .notTheOwner, .wrongActor, .notInvited:
+        case .notAMember, .notTheSender, .notTheHost, .notTheOwner, .wrongActor, .notInvited, .suspended:
             status = .forbidden
         case .recordTooLarge:
             status = .contentTooLarge

@@ -32,6 +32,7 @@ struct LiveChannel: Sendable {
     static let slowCode = WebSocketErrorCode(codeNumber: 4000)
     static let expiredCode = WebSocketErrorCode(codeNumber: 4001)
     static let unauthorizedCode = WebSocketErrorCode(codeNumber: 4401)
+    static let suspendedCode = WebSocketErrorCode(codeNumber: 4403)
     static let limitCode = WebSocketErrorCode(codeNumber: 4429)
 
     func serve(
@@ -55,7 +56,9 @@ struct LiveChannel: Sendable {
             {
                 let verified = await verifier.verify(token: token)
                 // An erased user's tokens open nothing (their signature still verifies until they expire).
-                if let verified, !engine.isErased(verified.identity.user) {
+                if let verified, !engine.isErased(verified.identity.user),
+                    engine.suspension(of: verified.identity.user) == nil
+                {
                     identity = verified.identity
                     expires = verified.expires
                 }
@@ -139,6 +142,8 @@ struct LiveChannel: Sendable {
             try? await outbound.close(Self.expiredCode, reason: "token expired: sign in again and subscribe" + since)
         case .erased:
             try? await outbound.close(Self.unauthorizedCode, reason: "erased: this account was deleted")
+        case .suspended:
+            try? await outbound.close(Self.suspendedCode, reason: "suspended by a moderator")
         case .gone, nil:
             break
         }

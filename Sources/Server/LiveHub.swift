@@ -45,6 +45,8 @@ final class LiveConnection: Sendable {
         case gone
         /// Its user was erased: closed with 4401 (the token is refused from now on).
         case erased
+        /// Its user was suspended by a moderator: closed with 4403.
+        case suspended
     }
 
     struct State {
@@ -133,7 +135,9 @@ final class LiveConnection: Sendable {
             return (s.waiter, first)
         }
         waiter?.resume(returning: nil)
-        if first, reason == .stopping || reason == .expired || reason == .erased { cutLater() }
+        if first, reason == .stopping || reason == .expired || reason == .erased || reason == .suspended {
+            cutLater()
+        }
     }
 
     var ending: Ending? { state.withLock { $0.ending } }
@@ -279,12 +283,12 @@ final class LiveHub: Sendable {
         if removed { metrics.liveConnections.decrement() }
     }
 
-    /// Ends every live connection of `user` (erased: nothing more reaches them).
-    func disconnect(user: UserID) {
+    /// Ends every live connection of `user` (erased or suspended: nothing more reaches them).
+    func disconnect(user: UserID, ending: LiveConnection.Ending) {
         let theirs = state.withLock { s in s.connections.values.filter { $0.user == user } }
         for connection in theirs {
             // Closed with its own code first; `disconnect` then finds the ending set and only unregisters it.
-            connection.end(.erased)
+            connection.end(ending)
             disconnect(connection)
         }
     }

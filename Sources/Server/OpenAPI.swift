@@ -105,6 +105,7 @@ enum OpenAPI {
             case .integer(let range):
                 schema = ["type": "integer", "minimum": range.lowerBound, "maximum": range.upperBound]
             case .boolean: schema = ["type": "boolean"]
+            case .choice(let words): schema = ["type": "string", "enum": words]
             }
             return ["name": query.name, "in": "query", "required": false, "schema": schema]
         }
@@ -304,6 +305,13 @@ enum OpenAPI {
             "GroupBody": body(
                 ["room": nullable(clientRoomID), "name": name, "members": array(id)], required: ["name", "members"]),
             "MemberBody": body(["user": id], required: ["user"]),
+            "ReportBody": body(
+                [
+                    "room": optionalID, "message": optionalID, "user": optionalID,
+                    "reason": text(upTo: ReportFiled.maximumReasonLength),
+                ], required: ["reason"]),
+            "ResolutionBody": body(
+                ["action": enumeration(ReportAction.self), "until": nullable(time)], required: ["action"]),
             "MessageBody": body([
                 "id": optionalID, "kind": nullable(enumeration(MessageKind.self)), "body": nullable(messageBody),
                 "media": nullable(ref("Media")), "replyTo": optionalID,
@@ -351,6 +359,7 @@ enum OpenAPI {
             "RoomCreatedResult": object(["room": string]),
             "ActivityCreatedResult": object(["activity": string]),
             "GratitudeCreatedResult": object(["gratitude": string]),
+            "ReportCreatedResult": object(["report": string]),
             "Error": object([
                 "error": object(["code": string, "message": string])
             ]),
@@ -391,10 +400,19 @@ enum OpenAPI {
                 [
                     "id": string, "sender": string, "kind": enumeration(MessageKind.self), "body": optionalString,
                     "media": nullable(ref("Media")), "time": time, "edited": boolean, "deleted": boolean,
-                    "replyTo": string,
+                    "replyTo": string, "moderated": boolean,
                 ],
                 required: ["body", "deleted", "edited", "id", "kind", "media", "sender", "time"]),
             "UserIDList": array(string),
+            "ReportList": array(ref("ReportView")),
+            "ReportView": object(
+                [
+                    "report": string, "reporter": string, "target": ref("ReportTarget"), "reason": string,
+                    "filedAt": time, "state": enumeration(["open"] + ReportAction.allCases.map(\.rawValue)),
+                    "moderator": string, "resolvedAt": time,
+                ],
+                required: ["filedAt", "reason", "report", "reporter", "state", "target"]),
+            "ReportTarget": object(["room": string, "message": string, "user": string], required: []),
             "UserRef": object(["user": string]),
             "FriendRequests": object(["incoming": array(string), "outgoing": array(string)]),
             "Connection": object(["user": string, "mutual": integer]),

@@ -64,6 +64,9 @@ struct AuthenticationMiddleware: RouterMiddleware {
         if let token = request.headers.bearer?.token {
             guard let verified = await verifier.verify(token: token) else { throw APIError.unauthorized }
             if engine.isErased(verified.identity.user) { throw APIError.erased }
+            if !verified.identity.isAdmin, let until = engine.suspension(of: verified.identity.user) {
+                throw APIError.suspended(until: until)
+            }
             context.identity = verified.identity
             context.identityExpires = verified.expires
         } else if request.headers[.authorization] != nil {

@@ -62,6 +62,8 @@ struct QueryParameter: Sendable {
         case integer(ClosedRange<Int64>)
         /// `true` or `false` (400 `invalidParameter` otherwise).
         case boolean
+        /// One of these words (400 otherwise).
+        case choice([String])
     }
 
     var name: String
@@ -72,6 +74,7 @@ struct QueryParameter: Sendable {
     static func time(_ name: String) -> Self { Self(name: name, kind: .time) }
     static func integer(_ name: String, _ range: ClosedRange<Int64>) -> Self { Self(name: name, kind: .integer(range)) }
     static func boolean(_ name: String) -> Self { Self(name: name, kind: .boolean) }
+    static func choice(_ name: String, _ words: [String]) -> Self { Self(name: name, kind: .choice(words)) }
 }
 
 /// The routes registered so far, in order.

@@ -55,6 +55,18 @@ struct GroupBody: Decodable {
 
 struct MemberBody: Decodable { var user: String }
 
+struct ReportBody: Decodable {
+    var room: String?
+    var message: String?
+    var user: String?
+    var reason: String
+}
+
+struct ResolutionBody: Decodable {
+    var action: ReportAction
+    var until: String?
+}
+
 struct MessageBody: Decodable {
     var id: String?
     var kind: MessageKind?
@@ -135,7 +147,7 @@ extension API {
             throw APIError(error)
         }
         metrics.recordCommand("eraseUser", .accepted)
-        hub.disconnect(user: user)
+        hub.disconnect(user: user, ending: .erased)
         idempotency.forget(user: user)
         return JSONBody.response(Answers.position(position))
     }
@@ -284,6 +296,7 @@ extension API {
             let user = UserID(try context.parameters.id("user"))
             return try await erase(user, actor: UserID.system.rawValue)
         }
+        registerModeration(t)
         registerGraphCommands(t)
         registerRoomCommands(t)
         registerActivityCommands(t)
@@ -616,6 +629,98 @@ extension API {
                 try requireInvolved(user, activity)
                 let b = try JSONBody.decode(RSVPBody.self, from: body)
                 return Answers.position(try await engine.rsvp(activity, user: user, answer: b.answer))
+            }
+        }
+    }
+
+    private func registerModeration(_ t: RouteTable) {
+        t.add(
+            RouteSpec(
+                method: .post, path: "/v1/reports", operation: "report",
+                summary:
+                    "Report a message one can see (`room` and `message`) or a user (`user`), with a reason; the "
+                    + "reporter gets the report's id and never sees others' reports.",
+                access: .user, body: "ReportBody", status: 201, response: "ReportCreatedResult", idempotent: true)
+        ) { request, context in
+            try await command(request, context, status: .created) { user, body in
+                let b = try JSONBody.decode(ReportBody.self, from: body)
+                let target: ReportTarget
+                switch (b.room, b.message, b.user) {
+                case (let room?, let message?, nil): target = .message(room: RoomID(room), message: MessageID(message))
+                case (nil, nil, let other?): target = .user(UserID(other))
+                default:
+                    throw APIError.badRequest(
+                        "invalidTarget", "report either a message (room and message) or a user (user), not both")
+                }
+                let report = try await engine.report(target, by: user, reason: b.reason)
+                metrics.reportsOpened.increment()
+                return "{\"report\":\(JSONText.quote(report.rawValue))}"
+            }
+        }
+        t.add(
+            RouteSpec(
+                method: .get, path: "/v1/admin/reports", operation: "reports",
+                summary:
+                    "The moderators' queue (admin): reports oldest first, the open ones by default (`state=resolved` or "
+                    + "`all` for the others); `filedAt` shows how long each has waited.",
+                access: .admin, status: 200, response: "ReportList",
+                query: [.choice("state", ["open", "resolved", "all"])])
+        ) { request, context in
+            _ = try context.admin()
+            let state = request.uri.queryParameters.get("state") ?? "open"
+            guard ["open", "resolved", "all"].contains(state) else {
+                throw APIError.badRequest("invalidQuery", "state is open, resolved or all")
+            }
+            do {
+                return try JSONBody.response(
+                    encoding: try engine.reports(open: state == "all" ? nil : state == "open"))
+            } catch let error as ValidationError {
+                throw APIError(error)
+            }
+        }
+        t.add(
+            RouteSpec(
+                method: .post, path: "/v1/admin/reports/:report/resolution", operation: "resolveReport",
+                summary:
+                    "Act on a report (admin): `dismissed`, `messageRemoved` (members see it deleted by a moderator), or "
+                    + "`userSuspended` until `until` (or for good): their commands get 403 suspended, their tokens are "
+                    + "refused and their live connections closed while it lasts.",
+                access: .admin, body: "ResolutionBody", status: 200, response: "PositionResult")
+        ) { request, context in
+            let moderator = try context.admin()
+            let report = ReportID(try context.parameters.id("report"))
+            let body = try await request.body.collect(upTo: ServerConfiguration.maximumBodySize)
+            let b = try JSONBody.decode(ResolutionBody.self, from: body)
+            var until: Int64?
+            if let text = b.until {
+                guard let time = Timestamp.parse(text) else {
+                    throw APIError.badRequest("invalidTime", "until '\(text)' is not an ISO 8601 time")
+                }
+                until = time
+            }
+            let position: Position
+            do throws(ValidationError) {
+                position = try await engine.resolveReport(report, by: moderator, action: b.action, until: until)
+            } catch {
+                throw APIError(error)
+            }
+            metrics.reportsResolved.increment()
+            if b.action == .userSuspended, let user = engine.reportedUser(of: report) {
+                hub.disconnect(user: user, ending: .suspended)
+            }
+            return JSONBody.response(Answers.position(position))
+        }
+        t.add(
+            RouteSpec(
+                method: .delete, path: "/v1/admin/users/:user/suspension", operation: "liftSuspension",
+                summary: "Lift a user's suspension (admin).", access: .admin, status: 200, response: "PositionResult")
+        ) { request, context in
+            let moderator = try context.admin()
+            let user = UserID(try context.parameters.id("user"))
+            do throws(ValidationError) {
+                return JSONBody.response(Answers.position(try await engine.liftSuspension(of: user, by: moderator)))
+            } catch {
+                throw APIError(error)
             }
         }
     }

@@ -21,6 +21,11 @@ final class ServerMetrics: Sendable {
     let framesSent: Counter
     /// Live clients closed for not keeping up.
     let slowClosed: Counter
+    /// Reports filed, and resolved, through this server.
+    let reportsOpened: Counter
+    let reportsResolved: Counter
+    /// How long the oldest open report has waited (the 24-hour rule of the app stores).
+    private let oldestOpenReport: Gauge
 
     private let logPosition: Gauge
     private let snapshotPosition: Gauge
@@ -117,6 +122,12 @@ final class ServerMetrics: Sendable {
             "parley_live_frames_sent_total", "Frames written to live clients.")
         slowClosed = registry.counter(
             "parley_live_slow_closed_total", "Live clients closed (4000) because they did not keep up.")
+        reportsOpened = registry.counter("parley_reports_opened_total", "Reports filed through this server.")
+        reportsResolved = registry.counter(
+            "parley_reports_resolved_total", "Reports a moderator resolved through this server.")
+        oldestOpenReport = registry.gauge(
+            "parley_reports_oldest_open_age_seconds",
+            "How long the oldest open report has waited for a moderator (0 when none is open).")
         logPosition = registry.gauge(
             "parley_log_position", "The log's head: the newest durable position.")
         snapshotPosition = registry.gauge(
@@ -257,6 +268,8 @@ final class ServerMetrics: Sendable {
     private func collect() {
         let head = engine.store.head.rawValue
         logPosition.set(Int64(clamping: head))
+        let filed = engine.oldestOpenReport
+        oldestOpenReport.set(filed.map { Double(max(0, Timestamp.now() - $0)) / 1000 } ?? 0)
         let snapshots = engine.snapshotStatus
         snapshotPosition.set(Int64(clamping: snapshots.position.rawValue))
         snapshotWritten.set(Double(snapshots.lastWritten ?? 0) / 1000)

@@ -49,6 +49,11 @@ let sampleEvents: [DomainEvent] = [
     .memberAdded(MemberAdded(room: "r1", user: "u3", by: "u1")),
     .memberRemoved(MemberRemoved(room: "r1", user: "u3", by: "u1")),
     .userErased(UserErased(user: "u3")),
+    .reportFiled(
+        ReportFiled(
+            report: "p1", reporter: "u2", target: .message(room: "r1", message: "m1"), reason: "Spam, again")),
+    .reportResolved(ReportResolved(report: "p1", moderator: "mod", action: .userSuspended, until: 1_795_690_800_000)),
+    .suspensionLifted(SuspensionLifted(user: "u1", moderator: "mod")),
 ]
 
 /// The bytes of every sample at schema version 1, as stored in logs written by the first release.
@@ -85,12 +90,15 @@ let version1Fixtures: [String: String] = [
     "FeelingDefined": "01036a6f79034a6f7904f09f988a",
     "GratitudeTagged": "01026731027531034d6f6d115468616e6b7320666f722064696e6e6572036a6f79",
     "UserErased": "01027533",
+    "ReportFiled": "0102703102753200027231026d310b5370616d2c20616761696e",
+    "ReportResolved": "01027031036d6f640201808e99f8c268",
+    "SuspensionLifted": "01027531036d6f64",
 ]
 
 @Suite(.onTestThreads) struct CodecTests {
     @Test func everyEventTypeHasASample() {
         #expect(Set(sampleEvents.map(\.typeName)) == Set(DomainEvent.typeNames))
-        #expect(DomainEvent.typeNames.count == 28)
+        #expect(DomainEvent.typeNames.count == 31)
     }
 
     @Test func binaryFormRoundTrips() throws {
@@ -101,7 +109,7 @@ let version1Fixtures: [String: String] = [
     }
 
     @Test func storedVersion1BytesStillDecode() throws {
-        #expect(version1Fixtures.count == 28)
+        #expect(version1Fixtures.count == 31)
         for event in sampleEvents {
             let stored = try #require(version1Fixtures[event.typeName])
             #expect(try DomainEvent.decode(type: event.typeName, payload: bytes(hex: stored)) == event)

@@ -59,7 +59,7 @@ import Testing
             ("activity:a1", nil), ("activity:a1", "u2"),
             ("feelings", "system"), ("user:u1", "u1"),
             ("room:r1", "u2"), ("room:r1", "u1"), ("room:r1", "u1"),
-            ("user:u3", "u3"),
+            ("user:u3", "u3"), ("reports", "u2"), ("reports", "mod"), ("user:u1", "mod"),
         ]
         #expect(expected.count == sampleEvents.count)
         for (event, expected) in zip(sampleEvents, expected) {

@@ -66,6 +66,10 @@ public struct UserErased: CatalogueEvent {
             }
         }
         state.gratitude.erase(u)
+        state.moderation.suspendedUntil[u] = nil
+        for index in state.moderation.reports.indices where state.moderation.reports[index].reporter == u {
+            state.moderation.reports[index].reason = ""
+        }
     }
 }
 

@@ -74,6 +74,8 @@ struct ChatProjection {
     var seals = SealArena()
     /// The seal of each sealed message's latest edit (``MessageEdited``'s), by message.
     var editSeals: [Int32: [UInt8]] = [:]
+    /// Messages a moderator removed (they read as deleted, by a moderator).
+    var moderated: Set<Int32> = []
     /// The rooms each user is a member of now (derived from room members).
     var userRooms: [Set<Int32>] = []
     /// Direct room per unordered pair of users (derived).
@@ -312,6 +314,8 @@ struct ChatProjection {
             writer.varint(message.position)
             writer.byte((message.isEdited ? 1 : 0) | (message.isDeleted ? 2 : 0))
         }
+        writer.count(moderated.count)
+        for message in moderated.sorted() { writer.signed(Int64(message)) }
         let edits = content == nil ? editSeals.sorted(by: { $0.key < $1.key }) : []
         writer.count(edits.count)
         for (message, seal) in edits {
@@ -387,6 +391,13 @@ struct ChatProjection {
                     previous: lastMessage[Int(room)], kind: kind, isEdited: flags & 1 != 0,
                     isDeleted: flags & 2 != 0, isSealed: content == 2, body: body, time: time, position: position))
             lastMessage[Int(room)] = Int32(index)
+        }
+        for _ in 0..<(try reader.count()) {
+            let message = try reader.int32()
+            guard message >= 0, Int(message) < messageCount else {
+                throw ByteReaderError(description: "bad moderated message index \(message)")
+            }
+            moderated.insert(message)
         }
         for _ in 0..<(try reader.count()) {
             let message = try reader.int32()

@@ -36,7 +36,7 @@ extension ProjectionState {
         let m = chat.messages[Int(last)]
         let preview: String
         if m.isDeleted {
-            preview = "Message deleted"
+            preview = chat.moderated.contains(last) ? "Message removed by a moderator" : "Message deleted"
         } else if let body = messageContent(last).body, !body.isEmpty {
             preview = body.count > 80 ? String(body.prefix(80)) : body
         } else {
@@ -86,7 +86,8 @@ extension ProjectionState {
             id: MessageID(messageIDs[index]), sender: UserID(users[m.sender]), kind: m.kind,
             body: content.body, media: content.media,
             time: m.time, edited: m.isEdited, deleted: m.isDeleted,
-            replyTo: m.replyTo >= 0 ? MessageID(chat.replies[Int(m.replyTo)]) : nil)
+            replyTo: m.replyTo >= 0 ? MessageID(chat.replies[Int(m.replyTo)]) : nil,
+            moderated: chat.moderated.contains(index))
     }
 
     /// What message `index` says: its body (the latest edit's) and media, opened from its seals with its sender's

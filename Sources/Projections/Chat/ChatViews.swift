@@ -114,8 +114,10 @@ public struct MessageView: Sendable, Hashable, Encodable {
     public var deleted: Bool
     /// The message it replies to; nil (and no `replyTo` key in JSON) when it replies to none.
     public var replyTo: MessageID? = nil
+    /// Whether a moderator removed it (it is then `deleted` too; `"moderated": true` in JSON only then).
+    public var moderated = false
 
-    enum CodingKeys: String, CodingKey { case id, sender, kind, body, media, time, edited, deleted, replyTo }
+    enum CodingKeys: String, CodingKey { case id, sender, kind, body, media, time, edited, deleted, replyTo, moderated }
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(id, forKey: .id)
@@ -127,6 +129,7 @@ public struct MessageView: Sendable, Hashable, Encodable {
         try c.encode(edited, forKey: .edited)
         try c.encode(deleted, forKey: .deleted)
         try c.encodeIfPresent(replyTo, forKey: .replyTo)
+        if moderated { try c.encode(true, forKey: .moderated) }
     }
 }
 

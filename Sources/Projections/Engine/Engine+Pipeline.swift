@@ -139,6 +139,14 @@ extension Engine {
         defer { submitQueued() }
         return try sequencer.withLock { (speculative: inout ProjectionState) throws(ValidationError) -> Ticket in
             if let failure = pipeline.withLock({ $0.failure }) { throw failure }
+            // A suspended user's commands are refused, whatever they are.
+            if !speculative.moderation.suspendedUntil.isEmpty, let until = speculative.suspension(of: UserID(actor)),
+                until > stamp
+            {
+                throw ValidationError(
+                    .suspended,
+                    "user \(actor) is suspended " + (until == .max ? "for good" : "until \(Timestamp.format(until))"))
+            }
             let events: [DomainEvent]
             var presealed: [DomainEvent?]?
             switch try plan(speculative) {

@@ -89,7 +89,9 @@ extension ProjectionState {
             case .rooms: rooms.write(to: &writer)
             case .messageIDs: messageIDs.write(to: &writer)
             case .activityIDs: activityIDs.write(to: &writer)
-            case .accounts: accounts.write(to: &writer, keys: keys, ids: users)
+            case .accounts:
+                accounts.write(to: &writer, keys: keys, ids: users)
+                moderation.write(to: &writer, keys: keys, ids: users)
             case .graph: graph.write(to: &writer)
             case .chat:
                 chat.write(
@@ -115,7 +117,9 @@ extension ProjectionState {
         case .rooms: rooms = try Interner(reading: &reader)
         case .messageIDs: messageIDs = try Interner(reading: &reader)
         case .activityIDs: activityIDs = try Interner(reading: &reader)
-        case .accounts: accounts = try AccountsProjection(reading: &reader, keys: keys, ids: users)
+        case .accounts:
+            accounts = try AccountsProjection(reading: &reader, keys: keys, ids: users)
+            moderation = try ModerationProjection(reading: &reader, keys: keys, ids: users)
         case .graph: graph = try GraphProjection(reading: &reader)
         case .chat: chat = try ChatProjection(reading: &reader, userCount: users.count, keys: keys, ids: users)
         case .activities:
@@ -146,7 +150,9 @@ extension ProjectionState {
     mutating func install(_ sections: ProjectionSections, from other: ProjectionState) {
         for section in sections.elements {
             switch section {
-            case .accounts: accounts = other.accounts
+            case .accounts:
+                accounts = other.accounts
+                moderation = other.moderation
             case .graph: graph = other.graph
             case .chat:
                 rooms = other.rooms

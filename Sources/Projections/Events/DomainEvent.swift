@@ -35,6 +35,9 @@ public enum DomainEvent: Sendable, Hashable {
     case memberAdded(MemberAdded)
     case memberRemoved(MemberRemoved)
     case userErased(UserErased)
+    case reportFiled(ReportFiled)
+    case reportResolved(ReportResolved)
+    case suspensionLifted(SuspensionLifted)
 
     /// The payload: the one switch over the cases; everything else asks the payload or its type.
     var payload: any CatalogueEvent {
@@ -68,6 +71,9 @@ public enum DomainEvent: Sendable, Hashable {
             case .memberAdded(let e): e
             case .memberRemoved(let e): e
             case .userErased(let e): e
+            case .reportFiled(let e): e
+            case .reportResolved(let e): e
+            case .suspensionLifted(let e): e
             }
         // A type left out of the registry would fold live but be skipped on replay: tests run with assertions.
         assert(Self.isRegistered(type(of: payload)), "\(type(of: payload)) is not in DomainEvent.eventTypes")
@@ -115,6 +121,9 @@ extension DomainEvent {
         MemberAdded.self,
         MemberRemoved.self,
         UserErased.self,
+        ReportFiled.self,
+        ReportResolved.self,
+        SuspensionLifted.self,
     ]
 
     /// The event types by name (the log and JSON name a record's type).

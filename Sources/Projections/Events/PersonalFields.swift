@@ -142,6 +142,7 @@ extension DomainEvent {
         case .gratitudeTagged(let e): e
         case .activityHosted(let e): e
         case .activityUpdated(let e): e
+        case .reportFiled(let e): e
         default: nil
         }
     }
@@ -158,6 +159,7 @@ extension DomainEvent {
         case .gratitudeTagged(let e): e.sealed != nil
         case .activityHosted(let e): e.sealed != nil
         case .activityUpdated(let e): e.sealed != nil
+        case .reportFiled(let e): e.sealed != nil
         default: false
         }
     }
@@ -171,6 +173,7 @@ extension DomainEvent {
         case .gratitudeTagged(let e): .gratitudeTagged(e.openedForFold(in: state))
         case .activityHosted(let e): .activityHosted(e.openedForFold(in: state))
         case .activityUpdated(let e): .activityUpdated(e.openedForFold(in: state))
+        case .reportFiled(let e): .reportFiled(e.openedForFold(in: state))
         default: self
         }
     }

@@ -42,6 +42,20 @@ public struct ValidationError: Error, Sendable, Hashable, CustomStringConvertibl
         /// erased), so such a sign-up is refused; an import maps them to opaque ids.
         public static let personalDataAsID = Code("personalDataAsID")
 
+        // Moderation
+        /// A report id no `ReportFiled` introduced.
+        public static let reportNotFound = Code("reportNotFound")
+        /// A report acted on already.
+        public static let alreadyResolved = Code("alreadyResolved")
+        /// An action that does not fit the report (removing a message of a report about a user).
+        public static let invalidAction = Code("invalidAction")
+        /// A report's reason that is empty or too long.
+        public static let invalidReason = Code("invalidReason")
+        /// Lifting a suspension that is not there.
+        public static let notSuspended = Code("notSuspended")
+        /// A suspended user's command.
+        public static let suspended = Code("suspended")
+
         // Graph
         /// A friend request (or block) aimed at oneself.
         public static let selfRelationship = Code("selfRelationship")
