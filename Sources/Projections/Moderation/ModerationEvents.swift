@@ -30,6 +30,27 @@ public enum ReportTarget: Sendable, Hashable, Codable {
         case .user(let user): try c.encode(user, forKey: .user)
         }
     }
+
+    /// The binary form (payloads and snapshots): a kind byte (0 a message, 1 a user), then the ids.
+    func write(to writer: inout ByteWriter) {
+        switch self {
+        case .message(let room, let message):
+            writer.byte(0)
+            writer.string(room.rawValue)
+            writer.string(message.rawValue)
+        case .user(let user):
+            writer.byte(1)
+            writer.string(user.rawValue)
+        }
+    }
+
+    init(reading reader: inout ByteReader) throws(ByteReaderError) {
+        switch try reader.byte() {
+        case 0: self = .message(room: RoomID(try reader.string()), message: MessageID(try reader.string()))
+        case 1: self = .user(UserID(try reader.string()))
+        case let kind: throw ByteReaderError(description: "unknown report target kind \(kind)")
+        }
+    }
 }
 
 /// What a moderator did with a report.
@@ -92,26 +113,14 @@ public struct ReportFiled: CatalogueEvent {
     func write(to writer: inout ByteWriter) {
         writer.string(report.rawValue)
         writer.string(reporter.rawValue)
-        switch target {
-        case .message(let room, let message):
-            writer.byte(0)
-            writer.string(room.rawValue)
-            writer.string(message.rawValue)
-        case .user(let user):
-            writer.byte(1)
-            writer.string(user.rawValue)
-        }
+        target.write(to: &writer)
         writer.string(reason)
     }
 
     init(reading reader: inout ByteReader, version: UInt8) throws(ByteReaderError) {
         report = ReportID(try reader.string())
         reporter = UserID(try reader.string())
-        switch try reader.byte() {
-        case 0: target = .message(room: RoomID(try reader.string()), message: MessageID(try reader.string()))
-        case 1: target = .user(UserID(try reader.string()))
-        case let kind: throw ByteReaderError(description: "unknown report target kind \(kind)")
-        }
+        target = try ReportTarget(reading: &reader)
         reason = try reader.string()
     }
 }

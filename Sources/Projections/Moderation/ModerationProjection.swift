@@ -33,15 +33,7 @@ struct ModerationProjection: Equatable {
         for report in reports {
             writer.string(report.id)
             writer.signed(Int64(report.reporter))
-            switch report.target {
-            case .message(let room, let message):
-                writer.byte(0)
-                writer.string(room.rawValue)
-                writer.string(message.rawValue)
-            case .user(let user):
-                writer.byte(1)
-                writer.string(user.rawValue)
-            }
+            report.target.write(to: &writer)
             writer.personal(keys, owner: ids[report.reporter]) { $0.string(report.reason) }
             writer.signed(report.filedAt)
             writer.varint(report.position)
@@ -62,12 +54,7 @@ struct ModerationProjection: Equatable {
             let id = try reader.string()
             let reporter = try reader.int32()
             guard reporter >= 0, Int(reporter) < ids.count else { throw ByteReaderError(description: "bad reporter") }
-            let target: ReportTarget
-            switch try reader.byte() {
-            case 0: target = .message(room: RoomID(try reader.string()), message: MessageID(try reader.string()))
-            case 1: target = .user(UserID(try reader.string()))
-            case let kind: throw ByteReaderError(description: "unknown report target kind \(kind)")
-            }
+            let target = try ReportTarget(reading: &reader)
             var reason = ""
             try reader.personal(keys, owner: ids[reporter]) { (fields: inout ByteReader) throws(ByteReaderError) in
                 reason = try fields.string()
