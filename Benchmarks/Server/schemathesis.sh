@@ -48,6 +48,8 @@ message = "$message"
 TOML
 
 cd "$PARLEY_TMP" # schemathesis writes nothing into the repo
+# deleteAccount is left out: it erases u1 for good, and every later request of the run would be 401 erased
+# (Tests/ServerTests/AccountDeletionTests covers it).
 set +e
 timeout --signal=INT --kill-after=30 "${TIME_LIMIT:-300}" \
     "$schemathesis" --config-file "$PARLEY_TMP/schemathesis.toml" run "$PARLEY_URL/v1/openapi.json" \
@@ -58,6 +60,7 @@ timeout --signal=INT --kill-after=30 "${TIME_LIMIT:-300}" \
     --request-timeout 10 \
     --generation-database none \
     --no-color \
+    --exclude-operation-id deleteAccount \
     "$@"
 status=$?
 set -e

@@ -705,7 +705,9 @@ extension API {
                 throw APIError(error)
             }
             metrics.reportsResolved.increment()
-            if b.action == .userSuspended, let user = engine.reportedUser(of: report) {
+            if b.action == .userSuspended, let user = engine.reportedUser(of: report),
+                engine.suspension(of: user) != nil
+            {
                 hub.disconnect(user: user, ending: .suspended)
             }
             return JSONBody.response(Answers.position(position))

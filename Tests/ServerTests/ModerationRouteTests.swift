@@ -201,10 +201,8 @@ import Testing
                 if frame.type == "room" && frame.position ?? 0 > removal { break }
             }
             let rowPositions = rows.filter { $0.row?.room == "r1" }.compactMap(\.position)
-            withKnownIssue("a moderator's messageRemoved (ReportResolved) reaches no live subscriber") {
-                #expect(changes.first == "deleted m1 @\(removal)", "\(changes)")
-                #expect(rowPositions.first == removal, "\(rowPositions)")
-            }
+            #expect(changes.first == "deleted m1 @\(removal)", "\(changes)")
+            #expect(rowPositions.first == removal, "\(rowPositions)")
 
             let again = try await Self.resolve(client, report, #"{"action":"messageRemoved"}"#)
             #expect(again.status == 409 && Self.code(again) == "alreadyResolved", "\(again.body)")
@@ -335,9 +333,7 @@ import Testing
             // The connection she had open stays open and answers (a closed one reads nil: its close frame).
             try? await open.subscribe("feed")
             let frames = (try? await open.catchUp()) ?? []
-            withKnownIssue("resolving userSuspended with a past until closes the user's live connections (4403)") {
-                #expect(frames.last?.type == "caughtUp", "\(frames)")
-            }
+            #expect(frames.last?.type == "caughtUp", "\(frames)")
         }
     }
 

@@ -171,6 +171,13 @@ extension ProjectionState {
         case .messageSent(let e): message(e.room, e.message, .added)
         case .messageEdited(let e): message(e.room, e.message, .edited)
         case .messageDeleted(let e): message(e.room, e.message, .deleted)
+        case .reportResolved(let e) where e.action == .messageRemoved:
+            // Members see the removed message deleted, as after its sender's deletion.
+            if let index = moderation.byID[e.report.rawValue],
+                case .message(let room, let id) = moderation.reports[Int(index)].target
+            {
+                message(room, id, .deleted)
+            }
         case .messagesRead(let e): rows(e.room, [e.user])
         case .roomHidden(let e): rows(e.room, [e.user])
         case .profileUpdated(let e):
