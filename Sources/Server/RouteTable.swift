@@ -127,7 +127,7 @@ final class RouteTable: @unchecked Sendable {
     }
 
     /// The methods a path that does not take them answers with 405.
-    static let refusable: [HTTPRequest.Method] = [.get, .post, .put, .patch, .delete, .options]
+    static let refusable: [HTTPRequest.Method] = [.get, .post, .put, .patch, .delete, .options, .trace]
 }
 
 extension Parameters {

@@ -95,6 +95,8 @@ import Testing
                 (.get, "/v1/activities/a1/guests/bob", "DELETE"),
                 (.options, "/v1/me/profile", "PATCH"),
                 (.delete, "/v1/openapi.json", "GET"),
+                (.trace, "/v1/me/rooms", "GET"),
+                (.trace, "/healthz", "GET"),
             ]
             for (method, path, allow) in cases {
                 let answer = try await client.call(method, path, as: "alice")
