@@ -102,9 +102,9 @@ struct Scrape {
 
     /// Stops the child with SIGTERM and waits (bounded) for a clean exit, or SIGKILLs it.
     static func stop(_ server: ServeProcess) async throws {
-        kill(server.process.processIdentifier, SIGTERM)
+        server.identity.signal(SIGTERM)
         let status = try await server.waitForExit(within: .seconds(30))
-        if status == nil { kill(server.process.processIdentifier, SIGKILL) }
+        if status == nil { server.identity.signal(SIGKILL) }
         #expect(status == 0, "\(server.errorOutput)")
     }
 

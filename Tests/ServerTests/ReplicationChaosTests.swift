@@ -112,7 +112,9 @@ import Testing
                     return
                 }
                 let survivor = 1 - killed
-                kill(nodes[killed]!.process.processIdentifier, SIGKILL)
+                nodes[killed]!.identity.signal(SIGKILL)
+                // Gone before its object is dropped (whose deinit signals only a process still there).
+                _ = try await nodes[killed]!.waitForExit(within: .seconds(10))
                 guard let took = await Self.waitFor(.seconds(30), { await Self.writes(port: ports[survivor]) }) else {
                     Issue.record("node\(survivor) did not take over")
                     return
@@ -156,7 +158,7 @@ import Testing
             "chaos: \(acknowledged.count) acknowledged, 0 lost; \(leaderKills) stream-leader kills, "
                 + "\(takeovers.count) writer kills; takeover median \(sorted[sorted.count / 2]), max \(sorted.last!); "
                 + "refusals by status \(senders.lock.withLock { senders.refusals })")
-        for node in nodes { if let node { kill(node.process.processIdentifier, SIGTERM) } }
+        for node in nodes { node?.identity.signal(SIGTERM) }
         for node in nodes { _ = try await node?.waitForExit(within: .seconds(20)) }
     }
 

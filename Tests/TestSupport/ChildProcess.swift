@@ -131,3 +131,41 @@ private func runCrashWriterBlocking(_ executable: URL, arguments: [String], kill
         wasKilled: process.terminationReason == .uncaughtSignal && process.terminationStatus == SIGKILL,
         status: process.terminationStatus, errorOutput: errorOutput)
 }
+
+/// A child process's pid together with its start time, so that a signal never reaches another process that took
+/// the pid after the child ended and was reaped: pids wrap at 32,768 on the test machines, and a busy suite starts
+/// thousands of children. Foundation's `Process.isRunning` is no guard: it stays true until its monitor has run,
+/// after the pid was already freed.
+public struct ProcessIdentity: Sendable {
+    public let pid: Int32
+    /// The kernel's start time of the process (`/proc/<pid>/stat` field 22), nil when it had ended already.
+    let startTime: UInt64?
+
+    /// The process `pid` is now (call it right after starting the child).
+    public init(pid: Int32) {
+        self.pid = pid
+        startTime = Self.stat(pid)?.startTime
+    }
+
+    /// Whether `pid` still names this process, and it has not ended (a zombie has).
+    public var isAlive: Bool {
+        guard let startTime, let now = Self.stat(pid) else { return false }
+        return now.startTime == startTime && now.state != "Z" && now.state != "X"
+    }
+
+    /// Sends `signal` when the process is still this one and alive.
+    public func signal(_ signal: Int32) {
+        if isAlive { _ = kill(pid, signal) }
+    }
+
+    /// The state letter and start time of `pid`, from `/proc`.
+    static func stat(_ pid: Int32) -> (state: Character, startTime: UInt64)? {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let close = text.lastIndex(of: ")")
+        else { return nil }
+        // After "pid (comm) ": field 3 (the state) onwards; comm may hold spaces and parentheses.
+        let fields = text[text.index(after: close)...].split(separator: " ")
+        guard fields.count > 19, let state = fields[0].first, let start = UInt64(fields[19]) else { return nil }
+        return (state, start)
+    }
+}

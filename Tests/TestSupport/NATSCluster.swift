@@ -409,10 +409,13 @@ final class ServerProcess: Sendable {
 
     let pid: Int32
     private let monitor: ExitMonitor
+    /// The pid with its start time: a signal never reaches a process that took the pid later.
+    private let identity: ProcessIdentity
 
     private init(pid: Int32, monitor: ExitMonitor) {
         self.pid = pid
         self.monitor = monitor
+        identity = ProcessIdentity(pid: pid)
     }
 
     static func launch(executable: URL, server: NATSCluster.Server) throws -> ServerProcess {
@@ -437,19 +440,11 @@ final class ServerProcess: Sendable {
     /// Whether the process is still there: its termination handler has not run, and the kernel does not show it
     /// as ended. Foundation's `Process` may leave a child that exited unreaped and its handler never called (seen
     /// when many children start and end at once): such a zombie counts as exited.
-    var isRunning: Bool { !monitor.hasExited.withLock { $0 } && !Self.hasEnded(pid) }
-
-    /// Whether `/proc` shows `pid` gone or a zombie (state `Z` or `X`).
-    private static func hasEnded(_ pid: Int32) -> Bool {
-        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else { return true }
-        // After "pid (comm) ": the state letter; comm may hold spaces and parentheses, so look after the last ')'.
-        guard let close = stat.lastIndex(of: ")") else { return false }
-        let state = stat[stat.index(after: close)...].drop(while: { $0 == " " }).first
-        return state == "Z" || state == "X"
-    }
+    /// A pid that another process took since counts as exited too.
+    var isRunning: Bool { !monitor.hasExited.withLock { $0 } && identity.isAlive }
 
     func signal(_ signal: Int32) {
-        if isRunning { _ = Glibc.kill(pid, signal) }
+        if !monitor.hasExited.withLock({ $0 }) { identity.signal(signal) }
     }
 
     /// Sends `signal`, then SIGKILL if the process is still there after 5 s; returns once it has exited, or 10 s
