@@ -27,7 +27,8 @@ struct API: Sendable {
             // preflight needs no token.
             router.add(middleware: CrossOriginMiddleware(origins: Set(configuration.corsOrigins)))
         }
-        router.add(middleware: ErrorMiddleware(upgradeRefusals: upgradeRefusals))
+        let knownPaths = KnownPaths()
+        router.add(middleware: ErrorMiddleware(upgradeRefusals: upgradeRefusals, knownPaths: knownPaths))
         router.add(
             middleware: AuthenticationMiddleware(
                 verifier: verifier,
@@ -62,7 +63,7 @@ struct API: Sendable {
         let specs = table.specs
         let document = OpenAPI.document(specs)
         router.get("/v1/openapi.json") { _, _ in JSONBody.response(document) }
-        table.refuseOtherMethods(also: [(.get, "/v1/openapi.json")])
+        table.refuseOtherMethods(also: [(.get, "/v1/openapi.json")], into: knownPaths)
         return (router, specs)
     }
 

@@ -94,6 +94,8 @@ struct AuthenticationMiddleware: RouterMiddleware {
 struct ErrorMiddleware: RouterMiddleware {
     typealias Context = ParleyContext
     var upgradeRefusals: UpgradeRefusals?
+    /// The API's paths and their methods: a method no route knows on a known path is 405, not 404.
+    var knownPaths: KnownPaths?
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response)
         async throws -> Response
@@ -122,6 +124,12 @@ struct ErrorMiddleware: RouterMiddleware {
             }
             var mapped = APIError(error.status, code, message)
             mapped.headers = error.headers
+            if error.status == .notFound, error.body == nil, let allow = knownPaths?.allow(for: request.uri.path) {
+                mapped = APIError(
+                    .methodNotAllowed, "methodNotAllowed", "\(request.uri.path) answers \(allow), not \(request.method)"
+                )
+                mapped.headers[.allow] = allow
+            }
             answer = mapped
         } catch {
             context.logger.error("request failed", metadata: ["error": "\(error)", "path": "\(request.uri.path)"])

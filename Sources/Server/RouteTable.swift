@@ -1,3 +1,4 @@
+import EventLog
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -104,7 +105,9 @@ final class RouteTable: @unchecked Sendable {
 
     /// Answers every other method on each path registered so far, and on `also`'s (routes served beside the
     /// table), with 405 and an `Allow` header naming the path's methods. Call once, after the last route.
-    func refuseOtherMethods(also extra: [(method: HTTPRequest.Method, path: String)] = []) {
+    /// Methods the router has no route for at all (any other: `QUERY`, `PROPFIND`…) reach ``ErrorMiddleware`` as
+    /// a 404, which answers 405 through `paths` (filled here).
+    func refuseOtherMethods(also extra: [(method: HTTPRequest.Method, path: String)] = [], into known: KnownPaths) {
         var paths: [(path: String, methods: [HTTPRequest.Method])] = []
         for (method, path) in specs.map({ ($0.method, $0.path) }) + extra {
             if let index = paths.firstIndex(where: { $0.path == path }) {
@@ -113,6 +116,7 @@ final class RouteTable: @unchecked Sendable {
                 paths.append((path, [method]))
             }
         }
+        known.set(paths.map { ($0.path, $0.methods.map(\.rawValue).sorted().joined(separator: ", ")) })
         for (path, methods) in paths {
             let allow = methods.map(\.rawValue).sorted().joined(separator: ", ")
             for method in Self.refusable where !methods.contains(method) {
@@ -187,5 +191,31 @@ enum Times {
     static func parse(optional text: String?, field: String) throws(APIError) -> Int64? {
         guard let text else { return nil }
         return try parse(text, field: field)
+    }
+}
+
+/// The API's paths (patterns with `:parameter` segments) and the methods each answers, for a 405 to any other
+/// method. Filled once while the router is built, then only read.
+final class KnownPaths: Sendable {
+    private let table = PlainMutex<[(segments: [Substring], allow: String)]>([])
+
+    func set(_ paths: [(path: String, allow: String)]) {
+        table.withLock { $0 = paths.map { ($0.path.split(separator: "/"), $0.allow) } }
+    }
+
+    /// The `Allow` value of the route pattern `path` matches, or nil for a path the API does not have.
+    func allow(for path: String) -> String? {
+        let segments = path.split(separator: "/")
+        let table = self.table.withLock { $0 }
+        for entry in table where entry.segments.count == segments.count {
+            var matches = true
+            for (pattern, segment) in zip(entry.segments, segments) where !pattern.hasPrefix(":") && pattern != segment
+            {
+                matches = false
+                break
+            }
+            if matches { return entry.allow }
+        }
+        return nil
     }
 }

@@ -97,6 +97,8 @@ import Testing
                 (.delete, "/v1/openapi.json", "GET"),
                 (.trace, "/v1/me/rooms", "GET"),
                 (.trace, "/healthz", "GET"),
+                (HTTPRequest.Method("QUERY")!, "/v1/rooms/r1/messages", "GET, POST"),
+                (HTTPRequest.Method("PROPFIND")!, "/v1/me/rooms", "GET"),
             ]
             for (method, path, allow) in cases {
                 let answer = try await client.call(method, path, as: "alice")
