@@ -111,7 +111,7 @@ extension PersonalEvent {
     }
 }
 
-/// Opens seals with a store's keys for the projections and decoders, and tells whose key is erased.
+/// Opens seals with a store's keys, for the projections and the decoders.
 ///
 /// Held by the projection state; its key store may be a reader's, which rereads its file on a miss.
 struct PersonalKeys: Sendable {
