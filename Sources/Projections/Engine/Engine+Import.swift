@@ -43,6 +43,9 @@ extension Engine {
     public func apply(
         _ events: [EventEnvelope], skipInvalid: Bool = false, keepingValidParts: Bool = false
     ) async throws(BatchValidationError) -> ApplyResult {
+        // The keys are made (a write and a sync; on a replicated store, a round trip to the servers) on a thread of
+        // their own, not on the cooperative pool.
+        try await onDedicatedThread("parley.keys") { () throws(BatchValidationError) in try self.prepareKeys(events) }
         var (ticket, result) = try sequence(events, skipInvalid: skipInvalid, keepingValidParts: keepingValidParts)
         guard let ticket else { return result }
         do {
@@ -60,12 +63,26 @@ extension Engine {
     public func applyAndWait(
         _ events: [EventEnvelope], skipInvalid: Bool = false, keepingValidParts: Bool = false
     ) throws(BatchValidationError) -> ApplyResult {
+        try prepareKeys(events)
         var (ticket, result) = try sequence(events, skipInvalid: skipInvalid, keepingValidParts: keepingValidParts)
         guard let ticket else { return result }
         do {
             result.appended = try ticket.wait()
             return result
         } catch {
+            throw BatchValidationError(problems: [error])
+        }
+    }
+
+    /// Makes the keys `events` will be sealed under, in one write (see ``Engine/prepareKeys(for:in:)``), unless the
+    /// engine refuses commands.
+    /// Blocks the calling thread (a key store write and sync).
+    private func prepareKeys(_ events: [EventEnvelope]) throws(BatchValidationError) {
+        do throws(ValidationError) {
+            if let failure = pipeline.withLock({ $0.failure }) { throw failure }
+            try Engine.prepareKeys(for: events, in: store.keys)
+        } catch {
+            noteKeyStoreFailure(error)
             throw BatchValidationError(problems: [error])
         }
     }
@@ -77,10 +94,7 @@ extension Engine {
     ) throws(BatchValidationError) -> (Ticket?, ApplyResult) {
         do throws(ValidationError) {
             try load(.all)
-            if let failure = pipeline.withLock({ $0.failure }) { throw failure }
-            try Engine.prepareKeys(for: events, in: store.keys)
         } catch {
-            noteKeyStoreFailure(error)
             throw BatchValidationError(problems: [error])
         }
         defer { submitQueued() }
