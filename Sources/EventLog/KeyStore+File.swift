@@ -55,7 +55,14 @@ public final class FileKeyStore: KeyStore, @unchecked Sendable {
             try FileSystem.writeAtomically(KeyFileFormat.header(createdAt: now), to: path, directory: directory)
         }
         let file = try FileDescriptor.open(path, flags: O_RDWR | O_NOFOLLOW)
-        guard file.tryLock() else {
+        // A lock just released can stay held for a moment: a process forking (to start a child) holds a copy of
+        // every descriptor until the child execs. Try for up to two seconds before calling it another writer's.
+        var isLocked = file.tryLock()
+        for _ in 0..<200 where !isLocked {
+            usleep(10_000)
+            isLocked = file.tryLock()
+        }
+        guard isLocked else {
             throw EventLogError(.locked, "\(path) is open for writing by another key store (process or instance)")
         }
         var bytes = try file.read(at: 0, count: file.size())
