@@ -56,8 +56,8 @@ struct LiveChannel: Sendable {
             {
                 let verified = await verifier.verify(token: token)
                 // An erased user's tokens open nothing (their signature still verifies until they expire).
-                if let verified, !engine.isErased(verified.identity.user),
-                    engine.suspension(of: verified.identity.user) == nil
+                if let verified, case let standing = engine.standing(of: verified.identity.user), !standing.isErased,
+                    standing.suspendedUntil == nil
                 {
                     identity = verified.identity
                     expires = verified.expires

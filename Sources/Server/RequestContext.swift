@@ -63,8 +63,9 @@ struct AuthenticationMiddleware: RouterMiddleware {
         var context = context
         if let token = request.headers.bearer?.token {
             guard let verified = await verifier.verify(token: token) else { throw APIError.unauthorized }
-            if engine.isErased(verified.identity.user) { throw APIError.erased }
-            if !verified.identity.isAdmin, let until = engine.suspension(of: verified.identity.user) {
+            let standing = engine.standing(of: verified.identity.user)
+            if standing.isErased { throw APIError.erased }
+            if !verified.identity.isAdmin, let until = standing.suspendedUntil {
                 throw APIError.suspended(until: until)
             }
             context.identity = verified.identity

@@ -106,8 +106,17 @@ extension Engine {
     /// Until when `user` is suspended (ms since the epoch; `Int64.max` for good), or nil when they are not (or
     /// their suspension ran out).
     public func suspension(of user: UserID, now: Int64 = Timestamp.now()) -> Int64? {
-        let until = try? query(needs: .accounts) { (s: borrowing ProjectionState) -> Int64? in s.suspension(of: user) }
-        guard let until = until.flatMap({ $0 }), until > now else { return nil }
-        return until
+        standing(of: user, now: now).suspendedUntil
+    }
+
+    /// Whether `user` was erased, and until when they are suspended (nil: not, or no longer), in one read of the
+    /// state: what the server asks of every request's token.
+    public func standing(of user: UserID, now: Int64 = Timestamp.now()) -> (isErased: Bool, suspendedUntil: Int64?) {
+        let read = try? query(needs: .accounts) { (s: borrowing ProjectionState) -> (Bool, Int64?) in
+            guard let index = s.users.index(of: user.rawValue) else { return (false, nil) }
+            return (s.accounts.users[Int(index)].isErased, s.moderation.suspendedUntil[index])
+        }
+        guard let (isErased, until) = read else { return (false, nil) }
+        return (isErased, until.flatMap { $0 > now ? $0 : nil })
     }
 }
