@@ -51,7 +51,13 @@ struct ImportCommand: ParsableCommand {
         let requested = try requestedFormat()
         let data = try readFile(format: requested)
         let format = requested ?? ImportFormat.guess(data)
-        var plan = ImportPlan.read(data, format: format)
+        // A file rejected before any log exists leaves none behind: it is checked against an empty in-memory
+        // store before the directory's log is created. A log that exists is opened first, so that the phone
+        // numbers a file keys its users by map to the users already here.
+        let isNewLog = isMissingOrEmpty(global.directory)
+        let existing = isNewLog ? nil : try global.openEngine(createIfMissing: true)
+        defer { existing?.closeSayingNotes() }
+        var plan = ImportPlan.read(data, format: format, identities: existing.map { .users(of: $0) } ?? .none)
         try rejectUnreadableFile(plan, data: data, guessed: requested == nil, format: format)
         if skipEvents > 0 {
             guard skipEvents <= plan.items.count else {
@@ -62,17 +68,15 @@ struct ImportCommand: ParsableCommand {
             plan.items.removeFirst(skipEvents)
         }
 
-        // A file rejected before any log exists leaves none behind: check it against an empty in-memory
-        // store before creating the directory's log.
         var invalid = plan.problems
-        let isNewLog = isMissingOrEmpty(global.directory)
         do {
             if !skipInvalid, isNewLog {
                 invalid += try plan.problems(against: try Engine(store: MemoryStore()))
                 guard invalid.isEmpty else { throw CLIError(rejecting: invalid, file: file) }
             }
-            let engine = try global.openEngine(createIfMissing: true)
-            defer { engine.closeSayingNotes() }
+            let created = existing == nil ? try global.openEngine(createIfMissing: true) : nil
+            defer { created?.closeSayingNotes() }
+            guard let engine = existing ?? created else { return }
             if !skipInvalid, !isNewLog {
                 invalid += try plan.problems(against: engine)
                 guard invalid.isEmpty else { throw CLIError(rejecting: invalid, file: file) }

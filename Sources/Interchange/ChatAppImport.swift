@@ -123,6 +123,7 @@ extension ImportPlan {
         for key in users.keys.sorted() {
             let path = "\(name)/\(key)"
             guard let fields = record(users[key], path: path) else { continue }
+            if refusePersonalID(key, at: path) { continue }
             var user = ExportRecord(fields, path: path, pattern: "\(name)/*")
             defer { finish(user) }
             // The Kotlin edition repeats the key as `uid`; one that says otherwise is left for the report.

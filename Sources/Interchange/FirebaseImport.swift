@@ -61,9 +61,11 @@ extension ImportPlan {
             defer { finish(user) }
             let name = user.string("name")
             names[key] = name
+            let id = userID(forKey: key)
+            let phone = id.rawValue == key ? key : Self.contact(inKey: key)
             add(
-                .userRegistered(UserRegistered(user: UserID(key), method: .phone, phone: key, name: name)),
-                idKey: "likeminds/Users/\(key)", time: nil, path: path)
+                .userRegistered(UserRegistered(user: id, method: .phone, phone: phone, name: name)),
+                idKey: "likeminds/Users/\(id)", time: nil, path: path)
             guard let image = user.field("imageUrl"), let url = Loose.string(image.value), !url.isEmpty else {
                 continue
             }
@@ -73,8 +75,8 @@ extension ImportPlan {
                 continue
             }
             add(
-                .profileUpdated(ProfileUpdated(user: UserID(key), photoURL: url)),
-                idKey: "likeminds/Users/\(key)/imageUrl", time: nil, path: "\(path)/\(image.key)")
+                .profileUpdated(ProfileUpdated(user: id, photoURL: url)),
+                idKey: "likeminds/Users/\(id)/imageUrl", time: nil, path: "\(path)/\(image.key)")
         }
         // Who is in which room: UsersChatRooms is the only node that names the receiver. Each user's entry for a
         // room holds the partner's name as it was when the room began.
@@ -87,7 +89,7 @@ extension ImportPlan {
             let rooms = dictionary(userRooms[user], path: "\(userRoomsName)/\(user)")
             for room in rooms.keys.sorted() {
                 membersByRoom[room, default: []].insert(user)
-                expectedRoomsByUser[UserID(user), default: []].insert(RoomID(room))
+                expectedRoomsByUser[userID(forKey: user), default: []].insert(RoomID(room))
                 guard let fields = rooms[room] as? [String: Any] else { continue }
                 var entry = ExportRecord(
                     fields, path: "\(userRoomsName)/\(user)/\(room)", pattern: "\(userRoomsName)/*/*")
@@ -180,17 +182,19 @@ extension ImportPlan {
                                 + "(\(who.joined(separator: ", "))): who sent it cannot be told"))
             }
             guard let first = resolved.first else { continue }
+            let memberIDs = pair.map { userID(forKey: $0) }
             add(
                 .roomCreated(
                     RoomCreated(
-                        room: RoomID(room), kind: .direct, by: UserID(first.sender), members: pair.map { UserID($0) })
+                        room: RoomID(room), kind: .direct, by: userID(forKey: first.sender), members: memberIDs)
                 ),
                 idKey: "likeminds/ChatRooms/\(room)", time: first.message.time, path: "\(messagesName)/\(room)")
             for (message, sender) in resolved {
                 add(
                     .messageSent(
                         MessageSent(
-                            room: RoomID(room), message: MessageID(message.key), sender: UserID(sender), kind: .text,
+                            room: RoomID(room), message: MessageID(message.key), sender: userID(forKey: sender),
+                            kind: .text,
                             body: message.body)),
                     idKey: "likeminds/Messages/\(room)/\(message.key)", time: message.time, path: message.path)
             }
@@ -200,6 +204,7 @@ extension ImportPlan {
                 "\(messagesName)/*/*/sentBy holds display names (LikeMinds writes the sender's name): "
                     + "\(resolvedByName) matched to the one member of their room with that name")
         }
+        notePersonalIDs(usersName)
         let chatRoomsNode = top.field("ChatRooms")
         let chatRoomsName = chatRoomsNode?.key ?? "ChatRooms"
         let chatRooms = dictionary(chatRoomsNode?.value, path: chatRoomsName)

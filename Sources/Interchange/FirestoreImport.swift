@@ -61,6 +61,7 @@ extension ImportPlan {
             // The document id is the uid (`setData` on `users/<uid>`); sign-ups of older builds used `addDocument`,
             // where only the `uid` field names the user the chats refer to.
             let user = record.string("uid").flatMap { $0.isEmpty ? nil : $0 } ?? document.id
+            if refusePersonalID(user, at: path) { continue }
             add(
                 .userRegistered(UserRegistered(user: UserID(user), method: .import, name: record.string("username"))),
                 idKey: "wagchat/users/\(document.id)", time: nil, path: path)

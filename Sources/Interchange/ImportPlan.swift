@@ -108,6 +108,11 @@ public struct ImportPlan: Sendable {
     public var notes: [String] = []
     /// What the readers saw and did not import, named in ``notes`` once the file is read.
     var unimported = UnimportedParts()
+    /// Who the users an export keys by phone number already are.
+    var identities = ImportIdentities.none
+    /// The opaque id each phone-number key of the file was given: one per key, for the whole file. Kept in memory
+    /// only, for as long as the file is read.
+    var personalIDs: [String: UserID] = [:]
 
     public init() {}
 
@@ -130,8 +135,11 @@ public struct ImportPlan: Sendable {
     }
 
     /// Reads a file in `format`; problems are collected, not thrown, so that all of them can be reported.
-    public static func read(_ data: Data, format: ImportFormat) -> ImportPlan {
+    /// `identities` says which users already here a phone number that keys a user in the file names (so that a file
+    /// imported twice names the same users); a phone number no one has becomes a new opaque id.
+    public static func read(_ data: Data, format: ImportFormat, identities: ImportIdentities = .none) -> ImportPlan {
         var plan = ImportPlan()
+        plan.identities = identities
         if data.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) {
             plan.problems.append(
                 ImportProblem(code: "emptyFile", message: "the file is empty: there is nothing to import"))
@@ -188,6 +196,85 @@ public struct ImportPlan: Sendable {
         guard String(validating: data, as: UTF8.self) == nil else { return nil }
         let offset = JSONText.firstInvalidUTF8(data)
         return data.prefix(offset).reduce(1) { $1 == 0x0A ? $0 + 1 : $0 }
+    }
+}
+
+/// Where an import finds the users that the phone numbers (or e-mail addresses) keying an export's users already
+/// belong to.
+///
+/// An id is never erased, so it must not be personal data: an export that keys its users by phone number (LikeMinds)
+/// has each such key replaced by an opaque id, and the phone kept as the user's phone, a sealed field. A phone that
+/// already belongs to a user here (the same file imported again, or a person who signed up before) maps to that
+/// user; any other to a new random id (`u-` and 20 hex digits), the same one for every mention in the file.
+public struct ImportIdentities: Sendable {
+    let existing: @Sendable (_ contact: String) -> UserID?
+
+    /// `existing` answers the user whose phone (E.164) or e-mail is `contact`, or nil.
+    public init(existing: @escaping @Sendable (_ contact: String) -> UserID?) {
+        self.existing = existing
+    }
+
+    /// No user exists yet: every phone key becomes a new id.
+    public static let none = ImportIdentities { _ in nil }
+
+    /// The users `engine` holds.
+    public static func users(of engine: Engine) -> ImportIdentities {
+        ImportIdentities { contact in
+            contact.contains("@")
+                ? (try? engine.user(email: contact)) ?? nil : (try? engine.user(phone: contact)) ?? nil
+        }
+    }
+}
+
+extension ImportPlan {
+    /// The id a user keyed `key` in the file has here: `key` itself, unless it is a phone number or an e-mail
+    /// address (see ``ImportIdentities``).
+    mutating func userID(forKey key: String) -> UserID {
+        let id = UserID(key)
+        guard id.looksLikePersonalData else { return id }
+        if let mapped = personalIDs[key] { return mapped }
+        let mapped = identities.existing(Self.contact(inKey: key)) ?? Self.newOpaqueUserID()
+        personalIDs[key] = mapped
+        return mapped
+    }
+
+    /// The phone (E.164, `+` added when the key lacks it) or e-mail a personal key is.
+    static func contact(inKey key: String) -> String {
+        key.contains("@") || key.hasPrefix("+") ? key : "+" + key
+    }
+
+    /// `u-` and 80 random bits in hex.
+    static func newOpaqueUserID() -> UserID {
+        var generator = SystemRandomNumberGenerator()
+        let bits = (0..<10).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        return UserID("u-" + bits.map { String($0, radix: 16).leftPadded(to: 2) }.joined())
+    }
+
+    /// Whether `key`, a user's id in an app whose ids are Firebase Auth uids, is a phone number or an e-mail: such a
+    /// user is not imported (a problem says why); their rooms and messages then name an unknown user.
+    mutating func refusePersonalID(_ key: String, at path: String) -> Bool {
+        guard UserID(key).looksLikePersonalData else { return false }
+        problems.append(
+            ImportProblem(
+                path: path, code: "personalDataAsID",
+                message:
+                    "\(path): user id '\(key)' is a phone number or an e-mail address, which an id must not be (an id "
+                    + "is never erased); this app's ids are Firebase Auth uids: export the users under their uids"))
+        return true
+    }
+
+    /// Says how many of the file's user keys were phone numbers or e-mails given other ids.
+    mutating func notePersonalIDs(_ path: String) {
+        guard !personalIDs.isEmpty else { return }
+        notes.append(
+            "\(path) keys \(personalIDs.count) user(s) by phone number or e-mail, which an id must not be: each has an "
+                + "opaque id (a user already here with that phone keeps theirs), the phone kept sealed in the profile")
+    }
+}
+
+extension String {
+    fileprivate func leftPadded(to width: Int) -> String {
+        count >= width ? self : String(repeating: "0", count: width - count) + self
     }
 }
 

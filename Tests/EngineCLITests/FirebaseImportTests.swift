@@ -101,39 +101,45 @@ struct FirebaseImportTests {
         #expect(summary.warnings.first?.contains("room -Nroom2") == true)
         #expect(summary.warnings.first?.contains("'Hello Chen'") == true)
         #expect(summary.warnings.first?.contains("'Hi! Long time'") == true)
+        // LikeMinds keys its users by phone: each has an opaque id here, found by its phone.
+        let ashaID = try sandbox.user(phone: "+14155550101")
+        let benID = try sandbox.user(phone: "+14155550102")
+        let chenID = try sandbox.user(phone: "+14155550103")
+        #expect(Set([ashaID, benID, chenID]).count == 3)
+        #expect([ashaID, benID, chenID].allSatisfy { $0.hasPrefix("u-") })
 
-        let asha: [RoomRowJSON] = try sandbox.ok("query", "rooms", "--user", "+14155550101", "--json").decode()
+        let asha: [RoomRowJSON] = try sandbox.ok("query", "rooms", "--user", ashaID, "--json").decode()
         #expect(
             asha == [
                 RoomRowJSON(
                     room: "-Nroom2", kind: "direct", title: "Chen",
-                    counterpart: CounterpartJSON(user: "+14155550103", name: "Chen"),
+                    counterpart: CounterpartJSON(user: chenID, name: "Chen"),
                     lastMessage: LastMessageJSON(
-                        id: "-Nm6", sender: "+14155550103", preview: "Hi! Long time", time: "2025-11-20T09:06:00.000Z"),
+                        id: "-Nm6", sender: chenID, preview: "Hi! Long time", time: "2025-11-20T09:06:00.000Z"),
                     unread: 1),
                 RoomRowJSON(
                     room: "-Nroom1", kind: "direct", title: "Ben",
-                    counterpart: CounterpartJSON(user: "+14155550102", name: "Ben"),
+                    counterpart: CounterpartJSON(user: benID, name: "Ben"),
                     lastMessage: LastMessageJSON(
-                        id: "-Nm4", sender: "+14155550102", preview: "Coffee later?", time: "2025-11-20T09:03:00.000Z"),
+                        id: "-Nm4", sender: benID, preview: "Coffee later?", time: "2025-11-20T09:03:00.000Z"),
                     unread: 1),
             ])
-        let ben: [RoomRowJSON] = try sandbox.ok("query", "rooms", "--user", "+14155550102", "--json").decode()
+        let ben: [RoomRowJSON] = try sandbox.ok("query", "rooms", "--user", benID, "--json").decode()
         #expect(
             ben == [
                 RoomRowJSON(
                     room: "-Nroom1", kind: "direct", title: "Asha",
                     counterpart: CounterpartJSON(
-                        user: "+14155550101", name: "Asha", photoURL: "https://img.example.com/asha.jpg"),
+                        user: ashaID, name: "Asha", photoURL: "https://img.example.com/asha.jpg"),
                     lastMessage: LastMessageJSON(
-                        id: "-Nm4", sender: "+14155550102", preview: "Coffee later?", time: "2025-11-20T09:03:00.000Z"),
+                        id: "-Nm4", sender: benID, preview: "Coffee later?", time: "2025-11-20T09:03:00.000Z"),
                     unread: 0)
             ])
         // Push keys start with "-": `--room=KEY` passes one as a value.
         let page: MessagePageJSON = try sandbox.ok("query", "messages", "--room=-Nroom1", "--json").decode()
         #expect(page.messages.map(\.id) == ["-Nm1", "-Nm2", "-Nm3", "-Nm4"])
         #expect(page.messages.map(\.body) == ["Hi Ben!", "Hey Asha, how are you?", "Great, thanks", "Coffee later?"])
-        #expect(page.messages.map(\.sender) == ["+14155550101", "+14155550102", "+14155550101", "+14155550102"])
+        #expect(page.messages.map(\.sender) == [ashaID, benID, ashaID, benID])
         #expect(page.messages.map(\.time) == (0...3).map { "2025-11-20T09:0\($0):00.000Z" })
         let lookup = try #require(
             try sandbox.ok("query", "lookup", "--phone", "+14155550103", "--json").json() as? [String: Any])
@@ -313,12 +319,22 @@ struct FirebaseImportTests {
         #expect(warnings.count == 1)
         #expect(warnings.first?.contains("room -Nroom2: the export says its last message is 'Hello Chen'") == true)
 
+        let ashaID = try sandbox.user(phone: "+14155550101")
+        let benID = try sandbox.user(phone: "+14155550102")
         let page: MessagePageJSON = try sandbox.ok("query", "messages", "--room=-Nroom1", "--json").decode()
-        #expect(page.messages.map(\.sender) == ["+14155550101", "+14155550102", "+14155550101", "+14155550102"])
+        #expect(page.messages.map(\.sender) == [ashaID, benID, ashaID, benID])
         let ben = try #require(
-            try sandbox.ok("query", "profile", "--user", "+14155550102", "--json").json() as? [String: Any])
+            try sandbox.ok("query", "profile", "--user", benID, "--json").json() as? [String: Any])
         #expect(ben["photoURL"] is NSNull)
         let again: ImportSummary = try sandbox.ok("import", file, "--json").decode()
         #expect(again.appended == 0)
+    }
+}
+
+extension Sandbox {
+    /// The id of the user signed up with `phone`, found with `parley query lookup`.
+    func user(phone: String, sourceLocation: SourceLocation = #_sourceLocation) throws -> String {
+        let profile = try ok("query", "lookup", "--phone", phone, "--json", sourceLocation: sourceLocation).json()
+        return try #require((profile as? [String: Any])?["user"] as? String, sourceLocation: sourceLocation)
     }
 }

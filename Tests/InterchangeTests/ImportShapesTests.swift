@@ -484,6 +484,17 @@ import Testing
     @Test func likeMindsAsTheAppWroteItImports() async throws {
         try await withEngine { engine, _ in
             let (plan, result) = try await Self.importing(Self.likeMinds, into: engine, as: .firebaseRTDB)
+            // LikeMinds keys its users by phone: here each has an opaque id, and the phone in their profile.
+            let ashaID = try #require(try engine.user(phone: "+14155550101"))
+            let benID = try #require(try engine.user(phone: "+14155550102"))
+            let chenID = try #require(try engine.user(phone: "+14155550103"))
+            #expect(Set([ashaID, benID, chenID]).count == 3)
+            #expect(![ashaID, benID, chenID].contains { $0.looksLikePersonalData })
+            let eventIDs = Set(plan.items.map(\.envelope.id))
+            #expect(
+                !["101", "102", "103"].contains {
+                    eventIDs.contains(EventID.derived(from: "likeminds/Users/+14155550\($0)"))
+                })
             // Three users, Asha's photo, two rooms, five messages.
             #expect(result.appended.count == 11)
             #expect(plan.expectedLastMessages == ["-MDr1": "Coffee later?", "-MDr2": "Hi Asha!"])
@@ -491,49 +502,66 @@ import Testing
                 plan.notes == [
                     "Messages/*/*/sentBy holds display names (LikeMinds writes the sender's name): 5 matched to the "
                         + "one member of their room with that name",
+                    "Users keys 3 user(s) by phone number or e-mail, which an id must not be: each has an opaque id (a "
+                        + "user already here with that phone keeps theirs), the phone kept sealed in the profile",
                     "not imported: ChatRooms/*/lastMessageTimeStamp (2 records, e.g. ChatRooms/-MDr1/lastMessageTimeStamp)",
                     #"not imported: Users/*/imageUrl "x", LikeMinds' "no photo" (2 records, e.g. Users/+14155550102/imageUrl)"#,
                     "not imported: UsersChatRooms/*/*/senderImage (4 records, e.g. UsersChatRooms/+14155550101/-MDr1/"
                         + "senderImage)",
                 ])
             #expect(
-                try engine.rooms("+14155550101") == [
+                try engine.rooms(ashaID) == [
                     RoomSummary(
                         room: "-MDr2", kind: .direct, title: "Chen Li",
-                        counterpart: Counterpart(user: "+14155550103", name: "Chen Li", photoURL: nil),
+                        counterpart: Counterpart(user: chenID, name: "Chen Li", photoURL: nil),
                         lastMessage: LastMessage(
-                            id: "-MDm5", sender: "+14155550103", preview: "Hi Asha!", time: Self.coffee + 240_000),
+                            id: "-MDm5", sender: chenID, preview: "Hi Asha!", time: Self.coffee + 240_000),
                         unread: 1),
                     RoomSummary(
                         room: "-MDr1", kind: .direct, title: "Ben",
-                        counterpart: Counterpart(user: "+14155550102", name: "Ben", photoURL: nil),
+                        counterpart: Counterpart(user: benID, name: "Ben", photoURL: nil),
                         lastMessage: LastMessage(
-                            id: "-MDm3", sender: "+14155550102", preview: "Coffee later?", time: Self.coffee + 180_000),
+                            id: "-MDm3", sender: benID, preview: "Coffee later?", time: Self.coffee + 180_000),
                         unread: 2),
                 ])
             #expect(
-                try engine.rooms("+14155550102") == [
+                try engine.rooms(benID) == [
                     RoomSummary(
                         room: "-MDr1", kind: .direct, title: "Asha",
-                        counterpart: Counterpart(user: "+14155550101", name: "Asha", photoURL: Self.asha),
+                        counterpart: Counterpart(user: ashaID, name: "Asha", photoURL: Self.asha),
                         lastMessage: LastMessage(
-                            id: "-MDm3", sender: "+14155550102", preview: "Coffee later?", time: Self.coffee + 180_000),
+                            id: "-MDm3", sender: benID, preview: "Coffee later?", time: Self.coffee + 180_000),
                         unread: 0)
                 ])
             let page = try engine.messages("-MDr1").messages
             #expect(page.map(\.id) == ["-MDm1", "-MDm2", "-MDm3"])
-            #expect(page.map(\.sender) == ["+14155550101", "+14155550102", "+14155550102"])
+            #expect(page.map(\.sender) == [ashaID, benID, benID])
             #expect(page.map(\.kind) == [.text, .text, .text])
             #expect(page.map(\.time) == [Self.coffee, Self.coffee + 60_000, Self.coffee + 180_000])
-            #expect(try engine.messages("-MDr2").messages.map(\.sender) == ["+14155550101", "+14155550103"])
-            #expect(try engine.profile("+14155550102")?.photoURL == nil)
-            #expect(try engine.profile("+14155550102")?.phone == "+14155550102")
-            #expect(try engine.profile("+14155550101")?.photoURL == Self.asha)
+            #expect(try engine.messages("-MDr2").messages.map(\.sender) == [ashaID, chenID])
+            #expect(try engine.profile(benID)?.photoURL == nil)
+            #expect(try engine.profile(benID)?.phone == "+14155550102")
+            #expect(try engine.profile(ashaID)?.photoURL == Self.asha)
 
-            let again = try await engine.apply(plan.items.map(\.envelope))
+            // The file read again finds the same users by their phones: everything in it is a duplicate.
+            let reread = ImportPlan.read(
+                Data(Self.likeMinds.utf8), format: .firebaseRTDB, identities: .users(of: engine))
+            let again = try await engine.apply(reread.items.map(\.envelope))
             #expect(again.appended.isEmpty)
             #expect(again.duplicates == plan.items.count)
+            // Read against another log, the same phones are new users with other random ids.
+            let elsewhere = ImportPlan.read(Data(Self.likeMinds.utf8), format: .firebaseRTDB)
+            #expect(Set(elsewhere.items.map(\.envelope.id)).isDisjoint(with: plan.items.map(\.envelope.id).prefix(3)))
         }
+    }
+
+    @Test func aUserOfAnAppKeyedByUIDWhoseKeyIsAnEmailIsRefused() {
+        let export =
+            #"{"users": {"ann@example.com": {"name": "Ann", "email": "ann@example.com"}, "u1": {"name": "Bo"}}}"#
+        let plan = ImportPlan.read(Data(export.utf8), format: .firebaseRTDB)
+        #expect(plan.problems.map(\.code) == ["personalDataAsID"])
+        #expect(plan.problems.first?.path == "users/ann@example.com")
+        #expect(plan.items.count == 1, "the other user is read")
     }
 
     @Test func aSentByThatNamesNeitherMemberIsAProblem() {
@@ -594,7 +622,8 @@ import Testing
             let (plan, _) = try await Self.importing(export, into: engine, as: .firebaseRTDB)
             #expect(plan.expectedLastMessages == ["-MDr1": "Coffee later?", "-MDr2": "Hi Asha!"])
             #expect(!plan.notes.contains { $0.contains("display names") })
-            #expect(try engine.rooms("+14155550101").map(\.unread) == [1, 2])
+            let asha = try #require(try engine.user(phone: "+14155550101"))
+            #expect(try engine.rooms(asha).map(\.unread) == [1, 2])
         }
     }
 
@@ -687,7 +716,7 @@ import Testing
     ) {
         let data = Data(export.utf8)
         #expect(ImportFormat.guess(data) == format)
-        let plan = ImportPlan.read(data, format: format)
+        let plan = ImportPlan.read(data, format: format, identities: .users(of: engine))
         #expect(plan.problems == [])
         return (plan, try await engine.apply(plan.items.map(\.envelope)))
     }
