@@ -61,9 +61,6 @@ extension EventLog {
     ///   `.noSpace` / `.io` (with errno) when a file cannot be written.
     @discardableResult
     public func backup(to destination: String) throws(EventLogError) -> BackupReport {
-        guard !FileSystem.exists(destination) else {
-            throw EventLogError(.notALog, "\(destination) already exists: back up into a new directory")
-        }
         let (position, digest) = committed.withLock { ($0.position, $0.digest) }
         // The bytes that hold positions 1…position: whole segments before the one holding it, that one up to
         // the end of its batch.
@@ -78,17 +75,13 @@ extension EventLog {
             }
             return parts
         }
-        let partial = destination + ".partial-\(getpid())"
-        if FileSystem.exists(partial) {
-            for name in (try? FileSystem.list(partial)) ?? [] { try? FileSystem.remove(partial + "/" + name) }
-            _ = rmdir(partial)
-        }
-        try FileSystem.makeDirectory(partial)
-        var bytes = 0
-        do throws(EventLogError) {
+        let keysPath = directory + "/" + FileKeyStore.fileName
+        return try Self.writeBackup(to: destination, position: position, digest: digest) {
+            (partial) throws(EventLogError) -> [(path: String, length: Int)] in
+            var copied: [(path: String, length: Int)] = []
             for part in parts {
-                let name = String(part.path.split(separator: "/").last ?? "")
-                let copy = try FileDescriptor.open(partial + "/" + name, flags: O_WRONLY | O_CREAT | O_EXCL)
+                let path = partial + "/" + String(part.path.split(separator: "/").last ?? "")
+                let copy = try FileDescriptor.open(path, flags: O_WRONLY | O_CREAT | O_EXCL)
                 var offset = 0
                 while offset < part.length {
                     let chunk = try part.file.read(at: offset, count: min(4 << 20, part.length - offset))
@@ -99,26 +92,145 @@ extension EventLog {
                     offset += chunk.count
                 }
                 try copy.syncAll()
-                bytes += part.length
+                copied.append((path, part.length))
             }
             // The data keys as they are now (an erased user's key already overwritten), so that the copy opens
             // its seals; keys made after `position` are unused there. A torn last frame is cut when it opens.
-            let keysPath = directory + "/" + FileKeyStore.fileName
             if FileSystem.exists(keysPath) {
                 let source = try FileDescriptor.open(keysPath, flags: O_RDONLY)
-                let keyBytes = try source.read(at: 0, count: source.size())
-                let copy = try FileDescriptor.open(
-                    partial + "/" + FileKeyStore.fileName, flags: O_WRONLY | O_CREAT | O_EXCL, mode: 0o600)
-                try copy.write(keyBytes, at: 0)
-                try copy.syncAll()
-                bytes += keyBytes.count
+                var keyBytes = try source.read(at: 0, count: source.size())
+                defer { wipe(&keyBytes) }
+                try Self.writeNewFile(keyBytes, to: partial + "/" + FileKeyStore.fileName)
+                copied.append((partial + "/" + FileKeyStore.fileName, keyBytes.count))
             }
+            return copied
+        }
+    }
+
+    /// Writes a new log directory at `destination` that holds `batches` and the data keys `keys`, and verifies it,
+    /// as ``backup(to:)`` does for a local log: the copy of a log kept elsewhere (a replicated log's messages).
+    ///
+    /// `batches` are whole batches as docs/FORMAT.md describes them, in order from position 1, each chaining onto
+    /// the one before; they are written byte for byte into segments of the default size, so the copy's head digest
+    /// is the last batch's. `keys` holds what the source's key store says of each owner: a key is written as that
+    /// owner's key, ``KeyLookup/erased`` as an erasure, ``KeyLookup/absent`` not at all.
+    /// - Throws: `.notALog` when `destination` exists, `.corruptBatch` when a batch has no valid header or the copy
+    ///   fails verification, `.noSpace` / `.io` (with errno) when a file cannot be written.
+    @discardableResult
+    public static func backup(
+        batches: [[UInt8]], keys: [KeyOwner: KeyLookup], to destination: String
+    ) throws(EventLogError) -> BackupReport {
+        var headers: [BatchHeader] = []
+        headers.reserveCapacity(batches.count)
+        for (number, batch) in batches.enumerated() {
+            guard let header = batch.withUnsafeBytes({ BatchHeader.parse($0, at: 0) }),
+                Int(header.totalLength) == batch.count
+            else {
+                throw EventLogError(.corruptBatch, "batch \(number + 1) of the backup has no valid batch header")
+            }
+            headers.append(header)
+        }
+        let position = headers.last.map { $0.firstPosition + UInt64($0.count) - 1 } ?? 0
+        let digest = headers.last?.digest ?? BatchFormat.zeroDigest
+        let segmentSize = Configuration().segmentSize
+        return try writeBackup(to: destination, position: position, digest: digest) {
+            (partial) throws(EventLogError) -> [(path: String, length: Int)] in
+            var written: [(path: String, length: Int)] = []
+            // The segment being filled, and what its footer says once it is sealed.
+            var tail: (path: String, file: FileDescriptor, length: Int, count: UInt64)?
+            var previousDigest = BatchFormat.zeroDigest
+            for (batch, header) in zip(batches, headers) {
+                if let open = tail, open.length + batch.count > segmentSize {
+                    let footer = SegmentScanner.footer(
+                        count: open.count, lastPosition: header.firstPosition - 1, digest: previousDigest)
+                    try open.file.write(footer, at: open.length)
+                    try open.file.syncAll()
+                    written.append((open.path, open.length + footer.count))
+                    tail = nil
+                }
+                if tail == nil {
+                    let path = partial + "/" + segmentFileName(firstPosition: header.firstPosition)
+                    let file = try FileDescriptor.open(path, flags: O_WRONLY | O_CREAT | O_EXCL)
+                    let segmentHeader = SegmentScanner.segmentHeader(
+                        firstPosition: header.firstPosition, createdAt: currentTimeMilliseconds())
+                    try file.write(segmentHeader, at: 0)
+                    tail = (path, file, segmentHeader.count, 0)
+                }
+                if var open = tail {
+                    try open.file.write(batch, at: open.length)
+                    open.length += batch.count
+                    open.count += UInt64(header.count)
+                    tail = open
+                }
+                previousDigest = header.digest
+            }
+            if let open = tail {
+                try open.file.syncAll()
+                written.append((open.path, open.length))
+            }
+            let keyFile = try keyFileBytes(keys)
+            if var bytes = keyFile {
+                defer { wipe(&bytes) }
+                try writeNewFile(bytes, to: partial + "/" + FileKeyStore.fileName)
+                written.append((partial + "/" + FileKeyStore.fileName, bytes.count))
+            }
+            return written
+        }
+    }
+
+    /// A key store file (docs/FORMAT.md, "Key store") holding `keys`, owners in byte order; nil when it holds none.
+    private static func keyFileBytes(_ keys: [KeyOwner: KeyLookup]) throws(EventLogError) -> [UInt8]? {
+        var entries: [KeyFileFormat.Entry] = []
+        for (owner, lookup) in keys.sorted(by: { $0.key < $1.key }) {
+            try FileKeyStore.checkOwner(owner)
+            switch lookup {
+            case .key(let key): entries.append(.key(owner, key))
+            case .erased: entries.append(.erasure(owner))
+            case .absent: break
+            }
+        }
+        guard !entries.isEmpty else { return nil }
+        var bytes = KeyFileFormat.header(createdAt: currentTimeMilliseconds())
+        // 200 entries of at most 3 + 4,096 + 36 bytes each stay under a frame's 1 MiB.
+        for start in stride(from: 0, to: entries.count, by: 200) {
+            var frame = KeyFileFormat.frame(Array(entries[start..<min(start + 200, entries.count)])).bytes
+            bytes += frame
+            wipe(&frame)
+        }
+        return bytes
+    }
+
+    /// Writes a file that must not exist yet (0600) and syncs it.
+    private static func writeNewFile(_ bytes: [UInt8], to path: String) throws(EventLogError) {
+        let file = try FileDescriptor.open(path, flags: O_WRONLY | O_CREAT | O_EXCL, mode: 0o600)
+        try file.write(bytes, at: 0)
+        try file.syncAll()
+    }
+
+    /// Builds a backup in `<destination>.partial-<pid>`: `contents` writes its files there and returns each one's
+    /// path and length (segments first, in order); then the state file is written, the segments are verified to
+    /// end at `position` with `digest`, and the directory is synced and renamed to `destination`. A copy that does
+    /// not verify is left in the partial directory for inspection; after any other failure it is removed.
+    private static func writeBackup(
+        to destination: String, position: UInt64, digest: [UInt8],
+        contents: (String) throws(EventLogError) -> [(path: String, length: Int)]
+    ) throws(EventLogError) -> BackupReport {
+        guard !FileSystem.exists(destination) else {
+            throw EventLogError(.notALog, "\(destination) already exists: back up into a new directory")
+        }
+        let partial = destination + ".partial-\(getpid())"
+        if FileSystem.exists(partial) {
+            for name in (try? FileSystem.list(partial)) ?? [] { try? FileSystem.remove(partial + "/" + name) }
+            _ = rmdir(partial)
+        }
+        try FileSystem.makeDirectory(partial)
+        do throws(EventLogError) {
+            let files = try contents(partial)
+            let segments = files.filter { $0.path.hasSuffix(".seg") }
             try FileSystem.writeAtomically(
                 StateFile(isClean: false, head: position, digest: digest).encoded(),
                 to: partial + "/" + EventLog.stateFileName, directory: partial)
-            let report = try EventLog.verify(
-                segments: parts.map { (partial + "/" + String($0.path.split(separator: "/").last ?? ""), $0.length) },
-                through: .max)
+            let report = try EventLog.verify(segments: segments, through: .max)
             guard report.isOK, report.records == position, report.headDigest == digest.hexString else {
                 throw EventLogError(
                     .corruptBatch,
@@ -129,6 +241,9 @@ extension EventLog {
             try FileSystem.rename(partial, destination)
             let parent = (destination as NSString).deletingLastPathComponent
             try FileSystem.syncDirectory(parent.isEmpty ? "." : parent)
+            return BackupReport(
+                position: Position(position), headDigest: digest.hexString, segments: segments.count,
+                bytes: files.reduce(0) { $0 + $1.length })
         } catch {
             if error.code != .corruptBatch {
                 for name in (try? FileSystem.list(partial)) ?? [] { try? FileSystem.remove(partial + "/" + name) }
@@ -136,7 +251,5 @@ extension EventLog {
             }
             throw error
         }
-        return BackupReport(
-            position: Position(position), headDigest: digest.hexString, segments: parts.count, bytes: bytes)
     }
 }
