@@ -3,9 +3,10 @@ import EventLog
 import Foundation
 import Interchange
 import Projections
+import ReplicatedLog
 import Workloads
 
-struct ImportCommand: ParsableCommand {
+struct ImportCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "import",
         abstract: "Append events from a JSON Lines file or a Firebase / Firestore JSON export.",
@@ -26,6 +27,7 @@ struct ImportCommand: ParsableCommand {
             before anything is appended (a whole export may be one line only when it is the file's first).
             """)
     @OptionGroup var global: GlobalOptions
+    @OptionGroup var store: StoreOptions
     @Argument(help: "The file to import.") var file: String
     @Option(help: "jsonl, firebase-rtdb or firestore-json (default: guessed from the file).") var format: String?
     @Flag(help: "Append the valid events and report the invalid ones instead of rejecting the whole file.")
@@ -47,18 +49,59 @@ struct ImportCommand: ParsableCommand {
         }
     }
 
-    func run() throws {
+    func run() async throws {
+        let replicated = try store.configuration(node: "import-\(getpid())")
+        let input = try await onDedicatedThread("parley-import") { () throws -> Input in try readInput() }
+        if let replicated {
+            try await importReplicated(input, configuration: replicated)
+        } else {
+            try await onDedicatedThread("parley-import") { () throws in try importLocally(input) }
+        }
+    }
+
+    /// The file's bytes and the format they are read as.
+    struct Input: Sendable {
+        var data: Data
+        var format: ImportFormat
+        var isGuessed: Bool
+    }
+
+    /// A file read as events, with the problems found so far.
+    struct Planned {
+        var plan: ImportPlan
+        var invalid: [ImportProblem]
+    }
+
+    private func readInput() throws -> Input {
         let requested = try requestedFormat()
         let data = try readFile(format: requested)
-        let format = requested ?? ImportFormat.guess(data)
+        return Input(data: data, format: requested ?? ImportFormat.guess(data), isGuessed: requested == nil)
+    }
+
+    private func importLocally(_ input: Input) throws {
         // A file rejected before any log exists leaves none behind: it is checked against an empty in-memory
         // store before the directory's log is created. A log that exists is opened first, so that the phone
         // numbers a file keys its users by map to the users already here.
         let isNewLog = isMissingOrEmpty(global.directory)
         let existing = isNewLog ? nil : try global.openEngine(createIfMissing: true)
         defer { existing?.closeSayingNotes() }
-        var plan = ImportPlan.read(data, format: format, identities: existing.map { .users(of: $0) } ?? .none)
-        try rejectUnreadableFile(plan, data: data, guessed: requested == nil, format: format)
+        let planned = try plan(input, existing: existing)
+        let created = existing == nil ? try global.openEngine(createIfMissing: true) : nil
+        defer { created?.closeSayingNotes() }
+        guard let engine = existing ?? created else { return }
+        do {
+            try append(planned, format: input.format, to: engine, isNewLog: isNewLog, callBytes: nil)
+        } catch let failure as ImportFailure {
+            throw CLIError(stopped: failure, plan: planned.plan, command: self)
+        }
+    }
+
+    /// The file read as a plan of events against the log's users (none for a new log), rejected whole when it
+    /// cannot be read or, for a new log and without --skip-invalid, when any event is invalid.
+    private func plan(_ input: Input, existing: Engine?) throws -> Planned {
+        var plan = ImportPlan.read(
+            input.data, format: input.format, identities: existing.map { .users(of: $0) } ?? .none)
+        try rejectUnreadableFile(plan, data: input.data, guessed: input.isGuessed, format: input.format)
         if skipEvents > 0 {
             guard skipEvents <= plan.items.count else {
                 throw CLIError(
@@ -67,42 +110,188 @@ struct ImportCommand: ParsableCommand {
             }
             plan.items.removeFirst(skipEvents)
         }
-
         var invalid = plan.problems
-        do {
-            if !skipInvalid, isNewLog {
-                invalid += try plan.problems(against: try Engine(store: MemoryStore()))
-                guard invalid.isEmpty else { throw CLIError(rejecting: invalid, file: file) }
-            }
-            let created = existing == nil ? try global.openEngine(createIfMissing: true) : nil
-            defer { created?.closeSayingNotes() }
-            guard let engine = existing ?? created else { return }
-            if !skipInvalid, !isNewLog {
-                invalid += try plan.problems(against: engine)
-                guard invalid.isEmpty else { throw CLIError(rejecting: invalid, file: file) }
-            }
-            let progress = ProgressBar("import", total: plan.items.count)
-            let outcome = try plan.append(to: engine, keepingValidParts: skipInvalid) { progress.update($0) }
-            progress.finish()
-            invalid = (invalid + outcome.problems).sorted(by: ImportProblem.inFileOrder)
-            // Everything is appended by now: a comparison that cannot be made is a warning, not a failed import.
-            let warnings: [String]
+        if !skipInvalid, existing == nil {
             do {
-                warnings = try plan.disagreements(with: engine)
+                invalid += try plan.problems(against: try Engine(store: MemoryStore()))
+            } catch let failure as ImportFailure {
+                throw CLIError(stopped: failure, plan: plan, command: self)
+            }
+            guard invalid.isEmpty else { throw CLIError(rejecting: invalid, file: file) }
+        }
+        return Planned(plan: plan, invalid: invalid)
+    }
+
+    /// Checks the plan against the log (unless --skip-invalid, or the log is new and it was checked already),
+    /// appends its events and prints the summary. With `callBytes`, the events go to the engine in runs of about
+    /// that many payload bytes, each run in calls of at most ``ImportPlan/chunkSize`` events.
+    /// - Throws: ``ImportFailure`` when the store stops the import; a ``CLIError`` for a file with invalid events.
+    private func append(
+        _ planned: Planned, format: ImportFormat, to engine: Engine, isNewLog: Bool, callBytes: Int?
+    ) throws {
+        let plan = planned.plan
+        var invalid = planned.invalid
+        if !skipInvalid, !isNewLog {
+            invalid += try plan.problems(against: engine)
+            guard invalid.isEmpty else { throw CLIError(rejecting: invalid, file: file) }
+        }
+        let progress = ProgressBar("import", total: plan.items.count)
+        var appended = 0
+        var duplicates = 0
+        for run in Self.runs(of: plan, callBytes: callBytes) {
+            var part = plan
+            part.items = Array(plan.items[run])
+            do {
+                let outcome = try part.append(to: engine, keepingValidParts: skipInvalid) {
+                    progress.update(run.lowerBound + $0)
+                }
+                appended += outcome.appended
+                duplicates += outcome.duplicates
+                invalid += outcome.problems
             } catch {
-                warnings = [error.description]
+                // Counted from the whole file, as a resume names them.
+                var failure = error
+                failure.appended += appended
+                if failure.done == 0, run.lowerBound > 0 { failure.lastDone = plan.items[run.lowerBound - 1].location }
+                failure.done += run.lowerBound
+                throw failure
             }
-            let summary = Summary(
-                file: file, format: format.rawValue, appended: outcome.appended, duplicates: outcome.duplicates,
-                invalid: invalid.count, head: engine.store.head.rawValue, problems: invalid.map(Summary.Problem.init),
-                warnings: warnings, notes: plan.notes)
-            if json {
-                try Output.json(summary)
-            } else {
-                summary.printTable()
+        }
+        progress.finish()
+        invalid.sort(by: ImportProblem.inFileOrder)
+        // Everything is appended by now: a comparison that cannot be made is a warning, not a failed import.
+        let warnings: [String]
+        do {
+            warnings = try plan.disagreements(with: engine)
+        } catch {
+            warnings = [error.description]
+        }
+        let summary = Summary(
+            file: file, format: format.rawValue, appended: appended, duplicates: duplicates,
+            invalid: invalid.count, head: engine.store.head.rawValue, problems: invalid.map(Summary.Problem.init),
+            warnings: warnings, notes: plan.notes)
+        if json {
+            try Output.json(summary)
+        } else {
+            summary.printTable()
+        }
+    }
+
+    /// The payload bytes of one call to a replicated log's engine: a replicated log publishes each call as one
+    /// message, which the servers take up to 1 MiB, and a sealed payload may take twice its clear bytes.
+    static let replicatedCallBytes = 256 << 10
+
+    /// The plan's events in runs of about `callBytes` payload bytes each (at least one event a run); one run of
+    /// them all without a limit.
+    static func runs(of plan: ImportPlan, callBytes: Int?) -> [Range<Int>] {
+        guard let callBytes else { return [plan.items.startIndex..<plan.items.endIndex] }
+        var runs: [Range<Int>] = []
+        var start = plan.items.startIndex
+        var bytes = 0
+        for (index, item) in plan.items.enumerated() {
+            let size = item.envelope.event.encodedPayload().count + 128
+            if index > start, bytes + size > callBytes {
+                runs.append(start..<index)
+                start = index
+                bytes = 0
             }
-        } catch let failure as ImportFailure {
-            throw CLIError(stopped: failure, plan: plan, command: self)
+            bytes += size
+        }
+        if start < plan.items.endIndex { runs.append(start..<plan.items.endIndex) }
+        return runs
+    }
+
+    /// Imports into a replicated log as its writer: opens the stream (an existing one before the file is planned,
+    /// as a local log is), makes sure no node writes it, promotes this process to writer, and appends. A batch the
+    /// stream's fence refuses (a node took over meanwhile) stops the import with what landed before it.
+    private func importReplicated(_ input: Input, configuration: ReplicatedLog.Configuration) async throws {
+        var existingOnly = configuration
+        existingOnly.createIfMissing = false
+        var log: ReplicatedLog?
+        do {
+            log = try await ReplicatedLog.open(existingOnly)
+        } catch  where error.code == .notFound {
+            log = nil
+        } catch {
+            let servers = existingOnly.servers.map(\.description).joined(separator: ",")
+            throw CLIError("cannot open the replicated log \(servers)/\(existingOnly.stream): \(error.message)")
+        }
+        let opened = ContinuousClock.now
+        var engine: Engine?
+        if let log { engine = try await Self.engine(on: log) }
+        let planned: Planned
+        do {
+            let existing = engine
+            planned = try await onDedicatedThread("parley-import") { () throws -> Planned in
+                try plan(input, existing: existing)
+            }
+        } catch {
+            await Self.closeReplicated(engine, log)
+            throw error
+        }
+        let isNewLog = log == nil
+        if log == nil {
+            let created = try await store.openReplicatedLog(configuration)
+            log = created
+            engine = try await Self.engine(on: created)
+        }
+        guard let log, let engine else { return }
+        do {
+            try await Self.refuseIfWritten(log, heardSince: opened)
+            do {
+                try await log.promote()
+            } catch  where error.code == .notWriter {
+                throw CLIError(anotherWriterOf: log, stopped: nil, command: self)
+            } catch {
+                throw CLIError("cannot write \(log.location): \(error.message)")
+            }
+            do {
+                try await onDedicatedThread("parley-import") { () throws in
+                    try append(
+                        planned, format: input.format, to: engine, isNewLog: isNewLog,
+                        callBytes: Self.replicatedCallBytes)
+                }
+            } catch let failure as ImportFailure {
+                if log.role == .follower { throw CLIError(anotherWriterOf: log, stopped: failure, command: self) }
+                throw CLIError(stopped: failure, plan: planned.plan, command: self)
+            }
+        } catch {
+            await Self.closeReplicated(engine, log)
+            throw error
+        }
+        await Self.closeReplicated(engine, log)
+    }
+
+    /// The engine on a replicated log, folded from the stream.
+    private static func engine(on log: ReplicatedLog) async throws -> Engine {
+        do {
+            return try await onDedicatedThread("parley-opening") { () throws(Projections.ValidationError) in
+                try Engine(store: log)
+            }
+        } catch {
+            try? await onDedicatedThread("parley-closing") { try log.close() }
+            throw CLIError(error, doing: "folding the replicated log \(log.location)")
+        }
+    }
+
+    private static func closeReplicated(_ engine: Engine?, _ log: ReplicatedLog?) async {
+        await onDedicatedThread("parley-closing") {
+            if let engine { engine.closeSayingNotes() } else { try? log?.close() }
+        }
+    }
+
+    /// Fails when another node writes the stream: a writer's heartbeat heard since `start`. It waits until two of
+    /// the writer's heartbeat intervals have passed since `start`, so a live writer has been heard by then.
+    private static func refuseIfWritten(_ log: ReplicatedLog, heardSince start: ContinuousClock.Instant) async throws {
+        let deadline = start + log.configuration.heartbeatInterval * 2 + .milliseconds(200)
+        while true {
+            if let writer = log.writerHeartbeat, writer.node != log.configuration.node,
+                let heard = writer.heard, heard >= start
+            {
+                throw CLIError(anotherWriter: writer, of: log, stopped: nil, command: nil)
+            }
+            guard ContinuousClock.now < deadline else { return }
+            try await Task.sleep(for: .milliseconds(50))
         }
     }
 
@@ -260,6 +449,36 @@ struct ImportCommand: ParsableCommand {
 }
 
 extension CLIError {
+    /// An import into a replicated log that another node writes: who, what landed (when some did), and what to do.
+    init(
+        anotherWriter writer: ReplicatedLog.WriterHeartbeat?, of log: ReplicatedLog, stopped failure: ImportFailure?,
+        command: ImportCommand?
+    ) {
+        let who = writer.map { "node \($0.node)" + ($0.address.map { " at \($0)" } ?? "") } ?? "another node"
+        var lines = [
+            "\(who) writes \(log.location): parley import appends to a replicated log only while no node writes "
+                + "its stream."
+        ]
+        if let failure, let command, failure.appended > 0 {
+            let done = command.skipEvents + failure.done
+            lines.append(
+                "\(failure.appended) event(s) landed before that node took over: the file's first \(done) events are "
+                    + "done; run the same command again (or with --skip-events \(done)) once it is stopped.")
+        } else {
+            lines.append("Nothing was imported.")
+        }
+        lines.append(
+            "Stop the nodes that write it (`parley serve --store`; a node started with --role follower never "
+                + "writes) and run the import again, or send these events through the writing node's API.")
+        self.init(lines.joined(separator: "\n"))
+    }
+
+    /// The import's batch was refused by the stream's fence: another node appended and writes the stream now.
+    init(anotherWriterOf log: ReplicatedLog, stopped failure: ImportFailure?, command: ImportCommand) {
+        let writer = log.writerHeartbeat.flatMap { $0.node == log.configuration.node ? nil : $0 }
+        self.init(anotherWriter: writer, of: log, stopped: failure, command: command)
+    }
+
     /// An import stopped part way by the store: what failed, how many events landed, and how to resume.
     init(stopped failure: ImportFailure, plan: ImportPlan, command: ImportCommand) {
         var lines = [failure.description]
