@@ -53,7 +53,6 @@ let package = Package(
             dependencies: [
                 "Projections",
                 "EventLog",
-                "ReplicatedLog",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                 .product(name: "HummingbirdAuth", package: "hummingbird-auth"),
@@ -85,7 +84,13 @@ let package = Package(
                 .product(name: "DequeModule", package: "swift-collections"),
             ]
         ),
-        .target(name: "ReplicatedLog", dependencies: ["EventLog", "NATSClient"]),
+        .target(
+            name: "ReplicatedLog",
+            dependencies: [
+                "EventLog", "NATSClient", "Projections",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         .target(
             name: "ParleyTestSupport", dependencies: ["EventLog", "Projections", "NATSClient"],
             path: "Tests/TestSupport"),

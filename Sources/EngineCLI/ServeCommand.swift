@@ -3,6 +3,7 @@ import EventLog
 import Foundation
 import Logging
 import Projections
+import ReplicatedLog
 import Server
 import ServiceLifecycle
 
@@ -59,13 +60,17 @@ struct ServeCommand: AsyncParsableCommand {
     @Flag(help: "Development: make a secret if none is given, and print ready tokens with curl examples.")
     var dev = false
     @OptionGroup var store: StoreOptions
-    @Option(help: "With --store: 'auto' writes when no writer is heard; 'follower' never writes.")
+    @Option(help: "With --store: 'auto' takes the writer lease when it is free; 'follower' never writes.")
     var role: ReplicaNode.Mode = .auto
     @Option(help: "With --store: this node's name (default: host name and process id).") var node: String?
     @Option(help: "With --store: the address clients reach this node at (default: http://HOST:PORT).")
     var advertise: String?
-    @Option(help: "With --store: seconds without the writer's heartbeat before this node takes over.")
-    var takeoverAfter: Double = 2
+    @Option(
+        help: """
+            With --store: seconds the writer lease lasts unrenewed; another node takes over that long after the \
+            writer stops renewing it (it renews every fifth of it, and stops taking commands a quarter of it early).
+            """)
+    var lease: Double = 2
 
     func run() async throws {
         var secretFile = secretFile
@@ -121,8 +126,12 @@ struct ServeCommand: AsyncParsableCommand {
         let engine: Engine
         var services: [any Service] = []
         let location: String
-        if let replicated = try store.configuration(node: node, advertising: advertise ?? "http://\(host):\(port)") {
-            guard takeoverAfter >= 0.2 else { throw CLIError("--takeover-after must be at least 0.2 seconds") }
+        if var replicated = try store.configuration(node: node, advertising: advertise ?? "http://\(host):\(port)") {
+            guard lease >= 0.5, lease <= 60 else { throw CLIError("--lease must be 0.5 to 60 seconds, not \(lease)") }
+            let milliseconds = Int(lease * 1000)
+            replicated.leaseDuration = .milliseconds(milliseconds)
+            replicated.leaseRenewal = .milliseconds(milliseconds / 5)
+            replicated.leaseMargin = .milliseconds(milliseconds / 4)
             let log = try await store.openReplicatedLog(replicated)
             do {
                 engine = try await onDedicatedThread("parley-opening") { () throws(Projections.ValidationError) in
@@ -133,9 +142,7 @@ struct ServeCommand: AsyncParsableCommand {
                 throw CLIError(error, doing: "folding the replicated log")
             }
             services.append(
-                ReplicaNode(
-                    engine: engine, log: log, mode: role, takeoverAfter: .milliseconds(Int(takeoverAfter * 1000)),
-                    logger: logger))
+                ReplicaNode(engine: engine, log: log, mode: role, logger: logger))
             location = log.location
         } else {
             engine = try await onDedicatedThread("parley-opening") { try global.openEngine(createIfMissing: true) }

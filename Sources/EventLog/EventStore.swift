@@ -104,11 +104,57 @@ public protocol EventStore: AnyObject, Sendable {
     /// - Throws: a storage error when it cannot be reopened yet (`.noSpace` on a disk still full); the default,
     ///   for a store that cannot be reopened in place, throws `.closed`.
     func reopenAfterFailure() throws(EventLogError) -> any EventStore
+
+    /// Why this node may not append now, checked before a command is validated: a replicated log's node that does
+    /// not hold the writer lease answers `.notWriter` naming the writer, so that no command is judged on a state
+    /// another node may have moved past. Nil when appends are taken (a local log: always).
+    func writeRefusal() -> EventLogError?
+
+    /// This node's part in a replicated store (its role, the writer, how far behind it is); nil for a store
+    /// that is not replicated.
+    var replication: ReplicationStatus? { get }
+}
+
+/// A replicated store's view of its node: what `/readyz`, `/v1/admin/stats` and `/metrics` show.
+public struct ReplicationStatus: Sendable, Hashable {
+    /// `follower`, `candidate` (holds the writer lease, reading the stream to its head), `writer`, `failed`, `closed`.
+    public var role: String
+    /// This node's name.
+    public var node: String
+    /// The node holding the writer lease, as this node last read it (nil when none is known).
+    public var writer: String?
+    /// The address commands go to on the writer, when it advertises one.
+    public var writerAddress: String?
+    /// The writer lease's term (one more at each change of holder); 0 when no lease was ever taken.
+    public var term: UInt64
+    /// Positions the writer is known to be ahead of this node (0 on the writer).
+    public var lag: UInt64
+    /// Seconds since this node last heard from the writer (nil when never, or on the writer).
+    public var writerSilence: Double?
+
+    public init(
+        role: String, node: String, writer: String?, writerAddress: String?, term: UInt64, lag: UInt64,
+        writerSilence: Double?
+    ) {
+        self.role = role
+        self.node = node
+        self.writer = writer
+        self.writerAddress = writerAddress
+        self.term = term
+        self.lag = lag
+        self.writerSilence = writerSilence
+    }
 }
 
 extension EventStore {
     /// Nothing: a store without derived data of its own has nothing to note.
     public var notes: [String] { [] }
+
+    /// Nil: a store on one machine always takes appends (a failed one refuses them in ``submit(_:completion:)``).
+    public func writeRefusal() -> EventLogError? { nil }
+
+    /// Nil: not replicated.
+    public var replication: ReplicationStatus? { nil }
 
     /// Refuses: a store that cannot be reopened in place is opened again by restarting.
     public func reopenAfterFailure() throws(EventLogError) -> any EventStore {

@@ -240,13 +240,29 @@ extension JetStream {
     ///   count; API and connection errors.
     public func addOrVerifyStream(_ config: StreamConfig) async throws(JetStreamError) -> StreamInfo {
         let action = "creating stream \(config.name)"
+        // Several clients creating one stream at once on a cluster may be told "stream not found" (10059) by the
+        // one whose creation lost, or find no stream while the winner's is being placed: they ask again.
+        var attempt = 0
+        while true {
+            attempt += 1
+            do {
+                return try await createOrVerifyOnce(config, action: action)
+            } catch  where attempt < 10 && (error.errorCode == 10059 || error.code == .streamNotFound) {
+                try? await Task.sleep(for: .milliseconds(200))
+            }
+        }
+    }
+
+    private func createOrVerifyOnce(_ config: StreamConfig, action: String) async throws(JetStreamError) -> StreamInfo {
         do {
             return try await call(
                 "STREAM.CREATE.\(config.name)", body: Self.encode(config), as: StreamInfo.self, doing: action)
         } catch  where error.errorCode == 10058 {
             // "stream name already in use with a different configuration": other limits are the owner's choice;
             // subjects and replicas are what a user of the stream relies on.
-            guard let existing = try await streamInfo(config.name) else { throw error }
+            guard let existing = try await streamInfo(config.name) else {
+                throw JetStreamError(.streamNotFound, "\(action): it exists, but its information is not there yet")
+            }
             guard Set(existing.config.subjects) == Set(config.subjects) else {
                 throw JetStreamError(
                     .streamMismatch,

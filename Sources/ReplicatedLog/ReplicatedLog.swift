@@ -8,11 +8,15 @@ import NATSClient
 /// digest). Every node keeps the whole log in memory, read from the stream and checked batch by batch (CRC,
 /// chain, dense positions), and answers reads from that copy.
 ///
-/// **One writer.** Only a node in the writer role appends. It groups whatever calls are waiting into one
-/// batch (group commit) and keeps one batch in flight: each publish carries JetStream's expected last
-/// sequence, so a second or stale writer is refused by the servers, and a message id made of the batch's first
-/// position and chain digest, so a retry after a lost acknowledgement or a leader change lands once. A writer
-/// refused by the fence steps down: its waiting calls fail with `.notWriter` and it follows the stream again.
+/// **One writer.** Only the node holding the writer lease appends (``WriterLease``: a record in the stream
+/// `<stream>_LEASE`, taken and renewed by compare-and-set on its sequence, with a term that grows at each change of
+/// holder). A node that takes the lease reads the stream to its head (role `candidate`) before it writes; a node
+/// that cannot renew its lease in time stops taking commands before any other node may take it. The writer groups
+/// whatever calls are waiting into one batch (group commit) and keeps one batch in flight: each publish carries
+/// JetStream's expected last sequence, so a batch from any other node is refused by the servers whatever it
+/// believes, and a message id made of the batch's first position and chain digest, so a retry after a lost
+/// acknowledgement or a leader change lands once. A writer refused by the fence, or that loses its lease, steps
+/// down: its waiting calls fail with `.notWriter` and it follows the stream again.
 ///
 /// **Durability `.replicated`.** An append is acknowledged once the stream's quorum has its batch. Losing any
 /// one server loses nothing acknowledged. A `nats-server` acknowledges when a majority holds a message in
@@ -40,6 +44,16 @@ public final class ReplicatedLog: EventStore {
         public var heartbeatInterval: Duration
         /// Whether opening creates the stream when it is missing (readers such as `parley verify` do not).
         public var createIfMissing = true
+        /// How long a writer lease lasts unrenewed, as the other nodes count it from when they read it.
+        public var leaseDuration: Duration = .seconds(2)
+        /// How often the holder renews its lease, and how often the other nodes read it.
+        public var leaseRenewal: Duration = .milliseconds(400)
+        /// How much sooner than ``leaseDuration`` after sending its last renewal that the servers took the holder
+        /// stops taking commands: room for its own scheduling and for clocks that run at slightly different rates.
+        public var leaseMargin: Duration = .milliseconds(500)
+        /// The longest opening waits for the servers (and for a server to serve the stream to its head), and the
+        /// longest a node taking over reads the stream before it gives the lease up.
+        public var openTimeout: Duration = .seconds(30)
 
         public init(
             servers: [NATSServerAddress], stream: String = "PARLEY", replicas: Int = 3, batchSize: Int = 64 << 10,
@@ -60,13 +74,19 @@ public final class ReplicatedLog: EventStore {
         public var subject: String { "parley.\(stream.lowercased()).batches" }
         /// The subject of the writer's heartbeats (core NATS, not stored).
         public var heartbeatSubject: String { "parley.\(stream.lowercased()).writer" }
+        /// The stream that holds the writer lease.
+        public var leaseStream: String { "\(stream)_LEASE" }
+        /// The writer lease's one subject.
+        public var leaseSubject: String { "parley.\(stream.lowercased()).lease" }
     }
 
     /// What this node does with the stream.
     public enum Role: Sendable, Hashable, CustomStringConvertible {
         /// Reads the stream as it grows; refuses appends.
         case follower
-        /// Appends (the fence guards it); reads its own appends.
+        /// Holds the writer lease and reads the stream to its head; refuses appends until it writes.
+        case candidate
+        /// Holds the writer lease and appends (the fence guards it); reads its own appends.
         case writer
         /// Stopped after an error it cannot get past (the store must be reopened).
         case failed(EventLogError)
@@ -75,6 +95,7 @@ public final class ReplicatedLog: EventStore {
         public var description: String {
             switch self {
             case .follower: "follower"
+            case .candidate: "candidate"
             case .writer: "writer"
             case .failed(let error): "failed (\(error.message))"
             case .closed: "closed"
@@ -105,13 +126,13 @@ public final class ReplicatedLog: EventStore {
         }
     }
 
-    private struct Call {
+    struct Call {
         var records: [ProposedRecord]
         var completion: @Sendable (Result<AppendResult, EventLogError>) -> Void
         var bytes: Int
     }
 
-    private struct State {
+    struct State {
         var index = RecordIndex()
         var committed: UInt64 = 0
         var digest = BatchMessage.zeroDigest
@@ -133,6 +154,16 @@ public final class ReplicatedLog: EventStore {
         var stepDownReason: String?
         /// Wakes this term's writer loop (one stream per promotion, finished when the term ends).
         var doorbell: AsyncStream<Void>.Continuation?
+        /// The writer lease as this node last read it.
+        var lease = WriterLease.Sighting()
+        /// The lease this node holds, if it does.
+        var held: WriterLease.Holding?
+        /// Whether this node takes the lease by itself when it is free (``startCampaigning()``).
+        var campaigning = false
+        /// The task taking over the writing after the lease was taken (reading the stream to its head).
+        var takeover: Task<Void, Never>?
+        /// Replicas found to hold other messages than the stream leader (``Divergence``).
+        var divergenceNotes: [String] = []
 
         /// Ends the writer's term: its loop wakes and returns.
         mutating func endTerm() {
@@ -151,9 +182,13 @@ public final class ReplicatedLog: EventStore {
     let jetStream: JetStream
     /// The most bytes the servers take in one message.
     let maximumMessage: Int
-    private let state = PlainMutex(State())
+    let state = PlainMutex(State())
     private let notifier = CommitNotifier()
-    private let roleNotifier = CommitNotifier()
+    let roleNotifier = CommitNotifier()
+    /// This opening of the log, in its lease records: a node restarted under the same name is another holder.
+    let incarnation = UInt64.random(in: 1...UInt64.max)
+    /// JetStream calls for the lease, each bounded by one renewal interval's worth of waiting.
+    let leaseCalls: JetStream
 
     private init(
         configuration: Configuration, connection: NATSConnection, maximumMessage: Int, keys: JetStreamKeyStore
@@ -162,6 +197,7 @@ public final class ReplicatedLog: EventStore {
         self.keyStore = keys
         self.connection = connection
         self.jetStream = JetStream(connection)
+        self.leaseCalls = JetStream(connection, timeout: configuration.leaseRenewal)
         self.maximumMessage = maximumMessage
     }
 
@@ -178,6 +214,7 @@ public final class ReplicatedLog: EventStore {
             throw EventLogError(
                 .invalidConfiguration, "batch size \(configuration.batchSize) is outside 256 B – 8 MiB")
         }
+        try WriterLease.check(configuration)
         var options = NATSOptions(servers: configuration.servers)
         options.name = "parley \(configuration.node)"
         let connection: NATSConnection
@@ -198,8 +235,33 @@ public final class ReplicatedLog: EventStore {
         let log = ReplicatedLog(
             configuration: configuration, connection: connection, maximumMessage: 1 << 20, keys: keys)
         do {
-            try await log.prepareStream()
-            try await log.catchUp()
+            // A cluster that is still electing leaders answers "no responders" or nothing for a while: opening
+            // tries again until its time limit, then says what failed.
+            let deadline = ContinuousClock.now + configuration.openTimeout
+            var fromLeader = false
+            while true {
+                do {
+                    try await log.prepareStream()
+                    try await log.prepareLeaseStream()
+                    if fromLeader {
+                        try await log.catchUpFromLeader(until: deadline)
+                    } else {
+                        try await log.catchUp(until: deadline)
+                    }
+                    break
+                } catch  where error.code == .unavailable && ContinuousClock.now < deadline {
+                    try? await Task.sleep(for: .milliseconds(250))
+                } catch  where error.code == .corruptBatch && !fromLeader && error.message.contains("diverged") {
+                    // What was read came in part from a replica that diverged: read it all again, from the leader.
+                    log.noteDivergence(
+                        "opening read a replica of stream \(configuration.stream) that diverged; the "
+                            + "stream was read again from its leader")
+                    log.forgetHistory()
+                    fromLeader = true
+                }
+            }
+            // The writer is known from the start, so a refusal names it.
+            await log.readLease()
         } catch {
             try? keys.close()
             await connection.close()
@@ -207,6 +269,7 @@ public final class ReplicatedLog: EventStore {
         }
         log.startFollowing()
         log.listenForHeartbeats()
+        log.keepLease()
         return log
     }
 
@@ -235,7 +298,7 @@ public final class ReplicatedLog: EventStore {
         return self.role
     }
 
-    private func setRole(_ role: Role) {
+    func setRole(_ role: Role) {
         state.withLock { $0.role = role }
         roleNotifier.notify()
     }
@@ -307,44 +370,118 @@ public final class ReplicatedLog: EventStore {
     }
 
     /// Reads every message up to the stream's newest sequence (as it is when called).
-    private func catchUp() async throws(EventLogError) {
+    /// Gives up at `deadline` (by default ``Configuration/openTimeout`` from now): a server that serves the stream
+    /// from a replica lagging behind it would otherwise keep the reader waiting without end.
+    func catchUp(until deadline: ContinuousClock.Instant? = nil) async throws(EventLogError) {
+        let deadline = deadline ?? ContinuousClock.now + configuration.openTimeout
         let last = try await streamLastSequence()
         guard sequence < last else { return }
-        let messages = jetStream.orderedMessages(
-            stream: configuration.stream, subject: configuration.subject, from: sequence + 1)
-        do {
-            for try await message in messages {
-                try apply(message)
-                if message.sequence >= last { break }
+        let reader = Task { [self] in
+            // A consumer served from a replica that diverged is left for a new one after each replaced message.
+            while sequence < last, !Task.isCancelled {
+                let messages = jetStream.orderedMessages(
+                    stream: configuration.stream, subject: configuration.subject, from: sequence + 1)
+                for try await message in messages {
+                    if try await apply(message) { break }
+                    if message.sequence >= last { break }
+                }
             }
+        }
+        let watchdog = Task {
+            try? await Task.sleep(until: deadline)
+            reader.cancel()
+        }
+        defer { watchdog.cancel() }
+        do {
+            try await reader.value
         } catch let error as EventLogError {
             throw error
-        } catch {
+        } catch  where !reader.isCancelled {
             throw Self.storeError(error, doing: "reading stream \(configuration.stream)")
-        }
+        } catch {}
         guard sequence >= last else {
             throw EventLogError(
-                .unavailable, "stream \(configuration.stream) ended at sequence \(sequence) before \(last)")
+                .unavailable,
+                "stream \(configuration.stream) was read to sequence \(sequence) of \(last) before the time limit: the "
+                    + "server serving it lags behind the stream's leader, or the servers stopped answering")
         }
     }
 
-    /// Checks one message read from the stream and adds its records.
-    private func apply(_ message: JetStream.StoredMessage) throws(EventLogError) {
-        let (first, previous, expectedSequence) = state.withLock { ($0.committed + 1, $0.digest, $0.sequence) }
-        // A message already held (read again after a consumer was recreated) is skipped, never applied twice.
-        if message.sequence <= expectedSequence { return }
-        let batch = try BatchMessage.decode(
-            message.payload, expectedFirst: first, previousDigest: previous,
-            source: "message \(message.sequence) of stream \(configuration.stream)")
-        state.withLock { state in
-            Self.add(batch, sequence: message.sequence, to: &state)
+    /// Reads every message up to the stream's newest one by asking the stream leader for each (slower than a
+    /// consumer, which may be served by a replica that diverged).
+    func catchUpFromLeader(until deadline: ContinuousClock.Instant) async throws(EventLogError) {
+        let last = try await streamLastSequence()
+        while sequence < last {
+            guard ContinuousClock.now < deadline else {
+                throw EventLogError(
+                    .unavailable,
+                    "stream \(configuration.stream) was read from its leader to sequence \(sequence) of \(last) "
+                        + "before the time limit")
+            }
+            let next = sequence + 1
+            let message: JetStream.StoredMessage?
+            do {
+                message = try await jetStream.message(stream: configuration.stream, sequence: next)
+            } catch {
+                throw Self.storeError(error, doing: "reading message \(next) of stream \(configuration.stream)")
+            }
+            guard let message else {
+                throw EventLogError(.corruptBatch, "stream \(configuration.stream) has no message \(next)")
+            }
+            let (first, previous) = state.withLock { ($0.committed + 1, $0.digest) }
+            let batch = try BatchMessage.decode(
+                message.payload, expectedFirst: first, previousDigest: previous,
+                source: "the leader's copy of message \(next) of stream \(configuration.stream)")
+            state.withLock { Self.add(batch, sequence: next, to: &$0) }
         }
         notifier.notify()
     }
 
+    /// Drops every batch held (before anything is built on them: only while opening).
+    func forgetHistory() {
+        state.withLock { state in
+            state.index = RecordIndex()
+            state.committed = 0
+            state.digest = BatchMessage.zeroDigest
+            state.sequence = 0
+            state.batches = []
+            state.bytes = 0
+            state.typeCounts = [:]
+        }
+    }
+
+    /// Checks one message read from the stream and adds its records.
+    /// A message that fails the check is not taken at its word: the stream leader's copy is read (``Divergence``),
+    /// and used when it is the next batch; true then, so the caller reads on through another consumer.
+    @discardableResult
+    func apply(_ message: JetStream.StoredMessage) async throws(EventLogError) -> Bool {
+        let (first, previous, expectedSequence) = state.withLock { ($0.committed + 1, $0.digest, $0.sequence) }
+        // A message already held (read again after a consumer was recreated) is skipped, never applied twice.
+        if message.sequence <= expectedSequence { return false }
+        let batch: BatchMessage
+        var replaced = false
+        do {
+            batch = try BatchMessage.decode(
+                message.payload, expectedFirst: first, previousDigest: previous,
+                source: "message \(message.sequence) of stream \(configuration.stream)")
+        } catch {
+            batch = try await leadersCopy(replacing: message, refusedWith: error)
+            replaced = true
+        }
+        // Two readers may meet while the role changes (a takeover's catch-up and the follower that replaces it):
+        // a batch is added only where it was checked to follow.
+        let added = state.withLock { state in
+            guard state.sequence == expectedSequence else { return false }
+            Self.add(batch, sequence: message.sequence, to: &state)
+            return true
+        }
+        if added { notifier.notify() }
+        return replaced
+    }
+
     /// Makes `batch` (already checked, at the next position) committed and visible.
     /// `isIndexed` when the writer placed the records in the index already.
-    private static func add(_ batch: BatchMessage, sequence: UInt64, isIndexed: Bool = false, to state: inout State) {
+    static func add(_ batch: BatchMessage, sequence: UInt64, isIndexed: Bool = false, to state: inout State) {
         if !isIndexed {
             for record in batch.records { state.index.append(record) }
         }
@@ -359,7 +496,7 @@ public final class ReplicatedLog: EventStore {
     }
 
     /// Follows the stream from the newest batch held, adding each new one, while this node is a follower.
-    private func startFollowing() {
+    func startFollowing() {
         let task = Task { [self] in
             var backoff = Duration.milliseconds(100)
             while !Task.isCancelled, role == .follower {
@@ -371,7 +508,8 @@ public final class ReplicatedLog: EventStore {
                         // holds every key stored so far, it can open every seal of the batch (a fold that met a
                         // missing key would keep that user's fields empty).
                         try? await keyStore.catchUp()
-                        try apply(message)
+                        // A replaced message came from a replica that diverged: read on through a new consumer.
+                        if try await apply(message) { break }
                         backoff = .milliseconds(100)
                     }
                 } catch let error as EventLogError {
@@ -432,25 +570,68 @@ public final class ReplicatedLog: EventStore {
 
     // MARK: Roles
 
-    /// Becomes the writer: stops following, reads the stream to its newest sequence, and appends from there
-    /// (the fence refuses the first batch if another writer appended meanwhile, and this node steps down).
-    /// - Throws: `.unavailable` when the stream's state cannot be read; the node stays a follower.
+    /// Becomes the writer: takes the writer lease (waiting for a holder's to run out, at most twice its
+    /// duration), reads the stream to its newest sequence, and appends from there.
+    /// - Throws: `.notWriter` when another node keeps renewing the lease; `.unavailable` when the lease or the
+    ///   stream cannot be read. The node stays a follower.
     public func promote() async throws(EventLogError) {
-        guard role == .follower else { return }
+        guard role == .follower else { return try await settled() }
+        let deadline = ContinuousClock.now + configuration.leaseDuration * 2 + configuration.leaseRenewal
+        while true {
+            await readLease()
+            if leaseIsFree(), await takeLease() { break }
+            // This node's own lease keeper (``startCampaigning()``) may have taken it meanwhile.
+            if role != .follower { return try await settled() }
+            guard ContinuousClock.now < deadline else {
+                let holder = state.withLock { $0.lease.record }
+                throw notWriterError(
+                    holder.map { "node \($0.node) holds the writer lease (term \($0.term)) and keeps renewing it" }
+                        ?? "the writer lease could not be taken")
+            }
+            try? await Task.sleep(for: configuration.leaseRenewal)
+        }
+        try await takeOver()
+        try await settled()
+    }
+
+    /// Waits while this node takes over; throws the refusal unless it ends up writing.
+    private func settled() async throws(EventLogError) {
+        var role = self.role
+        while role == .candidate { role = await roleChange(from: role) }
+        if let refusal = writeRefusal() { throw refusal }
+    }
+
+    /// With the lease held: stops following, reads the stream to its newest sequence (role `candidate`), and
+    /// writes from there. Gives the lease up when the stream cannot be read.
+    /// - Throws: `.unavailable` when the stream's state cannot be read.
+    func takeOver() async throws(EventLogError) {
         let follower = state.withLock { state -> Task<Void, Never>? in
+            guard state.role == .follower, state.held != nil else { return nil }
+            state.role = .candidate
             defer { state.follower = nil }
             return state.follower
         }
+        guard role == .candidate else { return }
+        roleNotifier.notify()
         follower?.cancel()
         await follower?.value
         do {
             try await catchUp()
+            // Every batch chains all before it: a head equal to the leader's copy means the whole history is.
+            try await checkHeadAgainstLeader()
         } catch {
-            startFollowing()
+            if error.code == .corruptBatch {
+                giveUpLease(because: error.message)
+                setRole(.failed(error))
+            } else {
+                giveUpLease(because: "it could not read the stream to its head: \(error.message)")
+            }
             throw error
         }
         let started = state.withLock { state -> AsyncStream<Void>? in
-            guard state.role == .follower else { return nil }
+            guard state.role == .candidate, let held = state.held, ContinuousClock.now < held.validUntil else {
+                return nil
+            }
             state.role = .writer
             let (rings, doorbell) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
             state.doorbell = doorbell
@@ -461,24 +642,30 @@ public final class ReplicatedLog: EventStore {
             state.heartbeat?.heard = .now
             return rings
         }
-        guard let rings = started else { return }
+        guard let rings = started else {
+            giveUpLease(because: "its writer lease lapsed while it read the stream to its head")
+            return
+        }
         roleNotifier.notify()
         let writer = Task { [self] in await writeLoop(rings) }
         state.withLock { $0.tasks.append(writer) }
     }
 
-    /// Stops writing: waiting calls fail with `.notWriter`, and the node follows the stream again.
-    private func stepDown(because reason: String) {
-        let waiting = state.withLock { state -> [Call] in
-            guard state.role == .writer else { return [] }
+    /// Stops writing (or taking over) and gives up the lease: waiting calls fail with `.notWriter`, and the node
+    /// follows the stream again.
+    func stepDown(because reason: String) {
+        let (waiting, wasActive) = state.withLock { state -> ([Call], Bool) in
+            state.held = nil
+            guard state.role == .writer || state.role == .candidate else { return ([], false) }
             state.role = .follower
             state.stepDownReason = reason
             state.endTerm()
             // Records placed for a batch the stream refused are not the log's: the other writer's come there.
             state.index.truncate(after: state.committed)
             defer { state.queue.removeAll() }
-            return state.queue
+            return (state.queue, true)
         }
+        guard wasActive else { return }
         let error = notWriterError(reason)
         for call in waiting { call.completion(.failure(error)) }
         roleNotifier.notify()
@@ -489,11 +676,43 @@ public final class ReplicatedLog: EventStore {
     public func notWriterError(_ reason: String? = nil) -> EventLogError {
         var text = "node \(configuration.node) does not write \(location)"
         if let reason { text += ": \(reason)" }
-        let writer = writerHeartbeat.flatMap { $0.node == configuration.node ? nil : $0 }
+        let writer = currentWriter
         if let writer { text += "; the writer is \(writer.node)" + (writer.address.map { " at \($0)" } ?? "") }
         var error = EventLogError(.notWriter, text)
         error.writerAddress = writer?.address
         return error
+    }
+
+    /// Another node that writes, as this node knows it: the holder of the lease last read, or (while the lease
+    /// names no one else) the node last heard appending.
+    var currentWriter: (node: String, address: String?)? {
+        state.withLock { state in
+            if let record = state.lease.record {
+                if record.released == true { return nil }
+                if record.node != configuration.node || record.incarnation != incarnation {
+                    return (record.node, record.address)
+                }
+            }
+            guard let beat = state.heartbeat, beat.node != configuration.node else { return nil }
+            return (beat.node, beat.address)
+        }
+    }
+
+    public func writeRefusal() -> EventLogError? {
+        let (role, isValid) = state.withLock { state in
+            (state.role, state.held.map { ContinuousClock.now < $0.validUntil } ?? false)
+        }
+        switch role {
+        case .writer where isValid: return nil
+        case .writer: return notWriterError("its writer lease ran out before it could renew it")
+        case .candidate: return notWriterError("it is reading the stream to its head before it writes")
+        case .follower: return notWriterError()
+        case .failed(let error):
+            return EventLogError(
+                .closed, "the replicated log stopped (\(error.message)); it takes no appends until reopened",
+                cause: error)
+        case .closed: return EventLogError(.closed, "the replicated log \(location) is closed")
+        }
     }
 
     // MARK: Appending
@@ -514,13 +733,15 @@ public final class ReplicatedLog: EventStore {
         }
         let bytes = records.reduce(0) { $0 + $1.payload.count + $1.stream.rawValue.utf8.count + 48 }
         let (role, doorbell) = state.withLock { state -> (Role, AsyncStream<Void>.Continuation?) in
-            guard state.role == .writer else { return (state.role, nil) }
+            guard state.role == .writer, let held = state.held, ContinuousClock.now < held.validUntil else {
+                return (state.role == .writer ? .candidate : state.role, nil)
+            }
             state.queue.append(Call(records: records, completion: completion, bytes: bytes))
             return (state.role, state.doorbell)
         }
         switch role {
         case .writer: doorbell?.yield()
-        case .follower: return completion(.failure(notWriterError()))
+        case .follower, .candidate: return completion(.failure(writeRefusal() ?? notWriterError()))
         case .failed(let error):
             return completion(
                 .failure(
@@ -611,6 +832,12 @@ public final class ReplicatedLog: EventStore {
         let deadline = ContinuousClock.now + configuration.retryFor
         var backoff = Duration.milliseconds(50)
         while true {
+            // Only within the lease: past it another node may be writing, and this one must have stopped.
+            guard leaseIsHeld() else {
+                let reason = "its writer lease ran out with the batch at position \(batch.firstPosition) unacknowledged"
+                stepDown(because: reason)
+                return .failure(notWriterError(reason))
+            }
             do {
                 let ack = try await jetStream.publish(
                     configuration.subject, payload: batch.bytes, messageID: id, expectedLastSequence: sequence,
@@ -651,7 +878,12 @@ public final class ReplicatedLog: EventStore {
                         "stream \(configuration.stream) did not take the batch at position \(batch.firstPosition)"
                             + (mayPass ? " within \(configuration.retryFor)" : "") + ": \(error)",
                         cause: error)
-                    failAll(failure)
+                    if mayPass {
+                        // The servers may come back: this node follows meanwhile, and takes the lease again then.
+                        stepDown(because: failure.message)
+                    } else {
+                        failAll(failure)
+                    }
                     return .failure(failure)
                 }
                 try? await Task.sleep(for: backoff)
@@ -664,6 +896,7 @@ public final class ReplicatedLog: EventStore {
     private func failAll(_ error: EventLogError) {
         let waiting = state.withLock { state -> [Call] in
             state.role = .failed(error)
+            state.held = nil
             state.endTerm()
             state.index.truncate(after: state.committed)
             defer { state.queue.removeAll() }
@@ -676,6 +909,8 @@ public final class ReplicatedLog: EventStore {
     // MARK: Reading
 
     public var head: Position { Position(state.withLock { $0.committed }) }
+
+    public var notes: [String] { state.withLock { $0.divergenceNotes } }
 
     public var headDigest: String { state.withLock { $0.digest }.hexString }
 
@@ -748,14 +983,17 @@ public final class ReplicatedLog: EventStore {
     /// Finishes the batch in flight, fails calls still waiting with `.closed`, and disconnects.
     /// Blocks the calling thread (file I/O, syncs, a fold): async code calls it through `onDedicatedThread`.
     public func close() throws(EventLogError) {
-        let (waiting, tasks) = state.withLock { state -> ([Call], [Task<Void, Never>]) in
+        let (waiting, tasks, held) = state.withLock { state -> ([Call], [Task<Void, Never>], WriterLease.Holding?) in
             if case .failed = state.role {} else { state.role = .closed }
             state.endTerm()
             defer {
                 state.queue.removeAll()
                 state.tasks.removeAll()
+                state.held = nil
+                state.takeover = nil
             }
-            return (state.queue, state.tasks + (state.follower.map { [$0] } ?? []))
+            let tasks = state.tasks + [state.follower, state.takeover].compactMap { $0 }
+            return (state.queue, tasks, state.held)
         }
         let error = EventLogError(.closed, "the replicated log \(location) is closed")
         for call in waiting { call.completion(.failure(error)) }
@@ -764,7 +1002,11 @@ public final class ReplicatedLog: EventStore {
         roleNotifier.close()
         try? keys.close()
         let connection = self.connection
-        Task { await connection.close() }
+        Task {
+            // A writer that closes gives its lease up, so that another node takes over at once.
+            if let held { await releaseLease(held) }
+            await connection.close()
+        }
     }
 
     // MARK: Snapshots (kept in this node's memory: a node reads the whole stream when it starts)

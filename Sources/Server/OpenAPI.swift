@@ -473,10 +473,17 @@ enum OpenAPI {
                     "activities": integer, "events": integer, "gratitudes": integer, "head": integer,
                     "headDigest": string, "liveConnections": integer, "messages": integer, "rooms": integer,
                     "stateDigest": string, "users": integer, "writes": boolean,
+                    "replication": nullable(
+                        object(
+                            [
+                                "role": enumeration(["follower", "candidate", "writer", "failed", "closed"]),
+                                "node": string, "writer": nullable(string), "writerAddress": nullable(string),
+                                "term": integer, "lag": integer,
+                            ], required: ["role", "node", "writer", "writerAddress", "term", "lag"])),
                 ],
                 required: [
                     "activities", "events", "gratitudes", "head", "headDigest", "liveConnections", "messages", "rooms",
-                    "users", "writes",
+                    "users", "writes", "replication",
                 ]),
             "Verification": object([
                 "batches": integer, "headDigest": string, "ok": boolean, "problems": array(string),

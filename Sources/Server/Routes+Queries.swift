@@ -281,8 +281,9 @@ extension API {
                 "{\"activities\":\(counts.activities),\"events\":\(counts.events),\"gratitudes\":\(counts.gratitudes),"
                 + "\"head\":\(engine.store.head.rawValue),\"headDigest\":\(JSONText.quote(engine.store.headDigest)),"
                 + "\"liveConnections\":\(hub.connectionCount),\"messages\":\(counts.messages),"
+                + "\"replication\":\(Self.replicationJSON(engine.store.replication)),"
                 + "\"rooms\":\(counts.rooms),\(stateDigest)"
-                + "\"users\":\(counts.users),\"writes\":\(!engine.isFollowing)}"
+                + "\"users\":\(counts.users),\"writes\":\(engine.store.replication.map { $0.role == "writer" } ?? !engine.isFollowing)}"
             return JSONBody.response(json)
         }
         t.add(
@@ -307,5 +308,16 @@ extension API {
                     + "\"ok\":\(report.isOK),\"problems\":[\(problems)],\"records\":\(report.records),"
                     + "\"segments\":\(report.segments)}")
         }
+    }
+}
+
+extension API {
+    /// A replicated store's view of this node, as `/v1/admin/stats` shows it; `null` for a local log.
+    static func replicationJSON(_ status: ReplicationStatus?) -> String {
+        guard let status else { return "null" }
+        let optional = { (text: String?) in text.map(JSONText.quote) ?? "null" }
+        return "{\"lag\":\(status.lag),\"node\":\(JSONText.quote(status.node)),\"role\":\(JSONText.quote(status.role)),"
+            + "\"term\":\(status.term),\"writer\":\(optional(status.writer)),"
+            + "\"writerAddress\":\(optional(status.writerAddress))}"
     }
 }

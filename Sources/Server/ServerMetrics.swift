@@ -2,7 +2,6 @@ import EventLog
 import HTTPTypes
 import Projections
 import Prometheus
-import ReplicatedLog
 
 /// The families `/metrics` shows, made directly in the registry it serves (never through swift-metrics' one
 /// process-wide backend, which may be bootstrapped after the counters were made, or by someone else): a server
@@ -32,7 +31,7 @@ final class ServerMetrics: Sendable {
     private let snapshotWritten: Gauge
     private let snapshotFailures: Counter
     private let actorIndex: (position: Gauge, lag: Gauge, failures: Counter)?
-    private let replica: (writer: Gauge, lag: Gauge, heartbeatAge: Gauge)?
+    private let replica: (writer: Gauge, lag: Gauge, heartbeatAge: Gauge, term: Gauge)?
     private let process: ProcessFamilies
     private let connections: ConnectionFamilies
     private let requests = PlainMutex<[RequestKey: RequestSeries]>([:])
@@ -166,7 +165,7 @@ final class ServerMetrics: Sendable {
         } else {
             actorIndex = nil
         }
-        if engine.store is ReplicatedLog {
+        if engine.store.replication != nil {
             replica = (
                 registry.gauge(
                     "parley_replica_writer", "1 while this node writes the replicated log, else 0."),
@@ -175,7 +174,10 @@ final class ServerMetrics: Sendable {
                     "Positions the writer's last heartbeat is ahead of this node's head (0 on the writer)."),
                 registry.gauge(
                     "parley_replica_heartbeat_age_seconds",
-                    "Seconds since the writer's last heartbeat was heard (this node's own while it writes).")
+                    "Seconds since the writer's last heartbeat was heard (0 on the writer)."),
+                registry.gauge(
+                    "parley_replica_lease_term",
+                    "The writer lease's term as this node last read it (one more at each change of writer).")
             )
         } else {
             replica = nil
@@ -279,13 +281,11 @@ final class ServerMetrics: Sendable {
             let covered = index.position.rawValue
             actorIndex.lag.set(Int64(clamping: index.isBuilding && head > covered ? head - covered : 0))
         }
-        if let replica, let log = engine.store as? ReplicatedLog {
-            let isWriter = log.role == .writer
-            replica.writer.set(Int64(isWriter ? 1 : 0))
-            let heartbeat = log.writerHeartbeat
-            let ahead = heartbeat.map { $0.position > head ? $0.position - head : 0 } ?? 0
-            replica.lag.set(Int64(clamping: isWriter ? 0 : ahead))
-            if let heard = heartbeat?.heard { replica.heartbeatAge.set((ContinuousClock.now - heard).seconds) }
+        if let replica, let status = engine.store.replication {
+            replica.writer.set(Int64(status.role == "writer" ? 1 : 0))
+            replica.lag.set(Int64(clamping: status.lag))
+            replica.heartbeatAge.set(status.writerSilence ?? 0)
+            replica.term.set(Int64(clamping: status.term))
         }
         let stats = ProcessStats.current()
         if let stats {

@@ -20,7 +20,11 @@ import Testing
         configuration.heartbeatInterval = .milliseconds(200)
         configuration.retryFor = .seconds(40)
         let log = try await ReplicatedLog.open(configuration)
-        if writes { try await log.promote() }
+        if writes {
+            // As `parley serve` runs it: it takes the lease back by itself after losing it.
+            log.startCampaigning()
+            try await log.promote()
+        }
         return log
     }
 
@@ -72,34 +76,48 @@ import Testing
         #expect(try follower.verify().headDigest == writer.headDigest)
     }
 
-    @Test func ofTwoWritersExactlyOneProceedsAndNoPositionIsUsedTwice() async throws {
+    @Test func ofTwoNodesThatTryToWriteExactlyOneTakesTheLeaseAndNoPositionIsUsedTwice() async throws {
         let cluster = try await NATSCluster.start(servers: 3)
         defer { cluster.stop() }
-        let first = try await Self.open(cluster, stream: "FENCE", node: "first")
-        let second = try await Self.open(cluster, stream: "FENCE", node: "second")
+        let first = try await Self.open(cluster, stream: "FENCE", node: "first", writes: false)
+        let second = try await Self.open(cluster, stream: "FENCE", node: "second", writes: false)
         defer {
             try? first.close()
             try? second.close()
         }
-        // Both believe they write; each sends 40 calls at once.
+        // Both try to write at once: one takes the lease, the other is told who holds it.
+        async let firstPromotion: EventLogError? = Self.promoting(first)
+        async let secondPromotion: EventLogError? = Self.promoting(second)
+        let refusals = await [firstPromotion, secondPromotion]
+        let roles = [first.role, second.role]
+        #expect(roles.filter { $0 == .writer }.count == 1, "roles: \(roles)")
+        #expect(roles.filter { $0 == .follower }.count == 1, "roles: \(roles)")
+        let refused = refusals.compactMap { $0 }
+        #expect(refused.count == 1)
+        #expect(refused.first?.code == .notWriter)
+        #expect(refused.first?.message.contains("holds the writer lease") == true, "\(refused)")
+        // Each sends 40 calls at once: only the lease holder's are taken.
         let acknowledged = PlainMutexBox<[(String, EventID, Position)]>([])
+        let codes = PlainMutexBox<[EventLogError.Code]>([])
         await withTaskGroup(of: Void.self) { group in
             for (name, log) in [("first", first), ("second", second)] {
                 for number in 0..<40 {
                     group.addTask {
                         let record = StoreConformance.record(number, stream: "room:\(name)")
-                        if let result = try? await log.append([record]) {
+                        do throws(EventLogError) {
+                            let result = try await log.append([record])
                             acknowledged.update { $0.append((name, record.id, result.positions[0])) }
+                        } catch {
+                            codes.update { $0.append(error.code) }
                         }
                     }
                 }
             }
         }
-        let roles = [first.role, second.role]
-        #expect(roles.filter { $0 == .writer }.count == 1, "roles: \(roles)")
-        #expect(roles.filter { $0 == .follower }.count == 1, "roles: \(roles)")
-        let winners = Set(acknowledged.value.map(\.0))
-        #expect(winners.count >= 1)
+        let writer = first.role == .writer ? "first" : "second"
+        #expect(Set(acknowledged.value.map(\.0)) == [writer])
+        #expect(acknowledged.value.count == 40)
+        #expect(codes.value.count == 40 && codes.value.allSatisfy { $0 == .notWriter }, "\(codes.value)")
         let positions = acknowledged.value.map(\.2)
         #expect(Set(positions).count == positions.count, "a position was acknowledged twice")
         // A fresh reader holds every acknowledged record at its position, and the two nodes agree.
@@ -111,12 +129,120 @@ import Testing
         #expect(try reader.verify().isOK)
         let loser = first.role == .writer ? second : first
         #expect(await Self.eventually { loser.head == reader.head && loser.headDigest == reader.headDigest })
+        #expect(loser.replication?.writer == writer)
+        #expect(loser.writeRefusal()?.message.contains("the writer is \(writer)") == true)
+    }
+
+    /// `promote()`'s refusal, or nil when the node writes.
+    static func promoting(_ log: ReplicatedLog) async -> EventLogError? {
         do {
-            _ = try await loser.append([StoreConformance.record(99)])
-            Issue.record("the writer that stepped down took an append")
+            try await log.promote()
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    @Test func threeNodesStartedAtOnceHaveExactlyOneWriterTwentyTimesOver() async throws {
+        let cluster = try await NATSCluster.start(servers: 3)
+        defer { cluster.stop() }
+        for round in 0..<20 {
+            let stream = "START\(round)"
+            var configurations: [ReplicatedLog.Configuration] = []
+            for node in ["a", "b", "c"] {
+                var configuration = ReplicatedLog.Configuration(
+                    servers: cluster.addresses, stream: stream, replicas: cluster.count, node: node,
+                    advertisedAddress: "http://\(node)")
+                configuration.heartbeatInterval = .milliseconds(200)
+                configurations.append(configuration)
+            }
+            let logs = try await withThrowingTaskGroup(of: ReplicatedLog.self) { group in
+                for configuration in configurations {
+                    group.addTask {
+                        let log = try await ReplicatedLog.open(configuration)
+                        log.startCampaigning()
+                        return log
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            // Sampled until one writes and a while after: never two holders at once.
+            var most = 0
+            var writerSeen: ContinuousClock.Instant?
+            let deadline = ContinuousClock.now + .seconds(30)
+            while ContinuousClock.now < deadline {
+                let holders = logs.filter { $0.role == .writer || $0.role == .candidate }.count
+                most = max(most, holders)
+                if writerSeen == nil, logs.contains(where: { $0.role == .writer }) { writerSeen = .now }
+                if let writerSeen, ContinuousClock.now - writerSeen > .seconds(1) { break }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            let roles = logs.map(\.role)
+            #expect(most == 1, "round \(round): \(most) nodes held the lease at once")
+            #expect(roles.filter { $0 == .writer }.count == 1, "round \(round): \(roles)")
+            let writer = try #require(logs.first { $0.role == .writer })
+            for log in logs where log !== writer {
+                #expect(log.writeRefusal()?.writerAddress == writer.configuration.advertisedAddress)
+            }
+            _ = try await writer.append([StoreConformance.record(round)])
+            for log in logs { try? log.close() }
+        }
+    }
+
+    @Test func aWriterCutOffFromTheMajorityStopsTakingAppendsAndWritesAgainOnceTheServersAreBack() async throws {
+        let cluster = try await NATSCluster.start(servers: 3)
+        defer { cluster.stop() }
+        var configuration = ReplicatedLog.Configuration(
+            servers: [cluster.addresses[0]], stream: "CUTOFF", replicas: 3, node: "writer")
+        configuration.heartbeatInterval = .milliseconds(200)
+        let writer = try await ReplicatedLog.open(configuration)
+        defer { try? writer.close() }
+        writer.startCampaigning()
+        try await writer.promote()
+        _ = try await writer.append([StoreConformance.record(1)])
+        // The two other servers go: the one left cannot reach a majority, so the lease cannot be renewed.
+        cluster.kill(server: 1)
+        cluster.kill(server: 2)
+        #expect(await Self.eventually { writer.role == .follower }, "role: \(writer.role)")
+        #expect(writer.writeRefusal()?.code == .notWriter)
+        #expect(writer.stepDownReason?.contains("lease") == true, "\(writer.stepDownReason ?? "none")")
+        do {
+            _ = try await writer.append([StoreConformance.record(2)])
+            Issue.record("a writer without the servers' majority took an append")
         } catch {
             #expect(error.code == .notWriter)
         }
+        try await cluster.restart(server: 1)
+        try await cluster.restart(server: 2)
+        // No one else wanted the lease: the node takes it back by itself, and writes.
+        #expect(await Self.eventually(60) { writer.role == .writer }, "role: \(writer.role)")
+        let result = try await writer.append([StoreConformance.record(3)])
+        #expect(result.positions == [Position(2)])
+        #expect(try writer.verify().isOK)
+    }
+
+    @Test func aWriterThatClosesReleasesItsLeaseAndAnotherTakesOverAtOnce() async throws {
+        let cluster = try await NATSCluster.start(servers: 1)
+        defer { cluster.stop() }
+        var slow = ReplicatedLog.Configuration(
+            servers: cluster.addresses, stream: "RELEASE", replicas: 1, node: "first")
+        slow.leaseDuration = .seconds(60)
+        slow.leaseRenewal = .milliseconds(400)
+        let first = try await ReplicatedLog.open(slow)
+        try await first.promote()
+        _ = try await first.append([StoreConformance.record(1)])
+        var next = slow
+        next.node = "second"
+        let second = try await ReplicatedLog.open(next)
+        defer { try? second.close() }
+        #expect(second.replication?.writer == "first")
+        try first.close()
+        // With a 60 s lease, only a release lets the second node write within the test's time.
+        #expect(await Self.eventually { second.replication?.writer == nil })
+        try await second.promote()
+        #expect(second.role == .writer)
+        #expect(try await second.append([StoreConformance.record(2)]).positions == [Position(2)])
+        #expect((second.replication?.term ?? 0) == 2)
     }
 
     @Test func killingTheStreamLeaderMidAppendLosesNothingAcknowledged() async throws {
@@ -131,8 +257,15 @@ import Testing
                     group.addTask {
                         for number in 0..<60 {
                             let record = StoreConformance.record(sender * 1000 + number, stream: "room:s\(sender)")
-                            guard let result = try? await writer.append([record]) else { continue }
-                            acknowledged.update { $0.append((record.id, result.positions[0])) }
+                            // While the servers elect a leader the lease may lapse: the writer refuses appends
+                            // (503 to a client) until it holds it again, and a client sends the same record again.
+                            for _ in 0..<600 {
+                                if let result = try? await writer.append([record]) {
+                                    acknowledged.update { $0.append((record.id, result.positions[0])) }
+                                    break
+                                }
+                                try? await Task.sleep(for: .milliseconds(100))
+                            }
                         }
                     }
                 }
@@ -144,6 +277,8 @@ import Testing
         await senders.value
         #expect(writer.role == .writer)
         #expect(acknowledged.value.count == 16 * 60, "every append was acknowledged once the stream had a leader")
+        let positions = acknowledged.value.map(\.1)
+        #expect(Set(positions).count == positions.count, "a position was acknowledged twice")
         let reader = try await Self.open(cluster, stream: "LEADER", node: "reader", writes: false)
         defer { try? reader.close() }
         for (id, position) in acknowledged.value {

@@ -28,7 +28,7 @@ import Testing
         try await ServeProcess(
             arguments: [
                 "--store", store, "--stream", "CHAOS", "--node", name, "--advertise", "http://127.0.0.1:\(port)",
-                "--takeover-after", "1.5",
+                "--lease", "1.5",
             ], listeningOn: port)
     }
 

@@ -238,7 +238,10 @@ extension Engine {
 
     /// Why commands are refused now (a failed store, a follower's refusal, a snapshot section that cannot be
     /// read), or nil when they are taken.
-    public var commandRefusal: ValidationError? { pipeline.withLock { $0.failure } ?? sectionFailure.withLock { $0 } }
+    public var commandRefusal: ValidationError? {
+        if let refusal = store.writeRefusal() { return ValidationError(storage: refusal, doing: "taking a command") }
+        return pipeline.withLock { $0.failure } ?? sectionFailure.withLock { $0 }
+    }
 }
 
 /// A live view read whole at one durable position: the start of a live subscription without `since`.

@@ -138,6 +138,9 @@ extension Engine {
         try load(.all)
         defer { submitQueued() }
         return try sequencer.withLock { (speculative: inout ProjectionState) throws(ValidationError) -> Ticket in
+            // A node that may not write must not judge a command on a state the writer may have moved past (and
+            // its refusal names the writer as the node knows it now).
+            if let refusal = store.writeRefusal() { throw ValidationError(storage: refusal, doing: "taking a command") }
             if let failure = pipeline.withLock({ $0.failure }) { throw failure }
             // A suspended user's commands are refused, whatever they are.
             if !speculative.moderation.suspendedUntil.isEmpty, let until = speculative.suspension(of: UserID(actor)),
