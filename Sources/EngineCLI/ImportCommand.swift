@@ -24,7 +24,11 @@ struct ImportCommand: AsyncParsableCommand {
             An import that fails part way (a full disk, say) says how many events landed and how to resume: run \
             the same command again (events already in the log are recognised by their ids), or pass \
             --skip-events N to start after the N events it names. A line longer than 16 MiB stops the import \
-            before anything is appended (a whole export may be one line only when it is the file's first).
+            before anything is appended (a whole export may be one line only when it is the file's first). \
+            With --store, the events go into a replicated log's stream (made when missing) with this process as its \
+            one writer: stop the `parley serve --store` nodes that may write the stream first (the import is refused \
+            while one does). A node that takes the stream over meanwhile stops the import, which then says how many \
+            events landed.
             """)
     @OptionGroup var global: GlobalOptions
     @OptionGroup var store: StoreOptions
