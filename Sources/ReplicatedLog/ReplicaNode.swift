@@ -50,6 +50,8 @@ public struct ReplicaNode: Service {
                 await adopt(role)
             }
         }
+        // Stopping: another node takes the lease at once rather than after it runs out.
+        await log.resign()
     }
 
     /// Makes the engine match the log's role. Leading and following fold the log and wait for calls in flight:

@@ -240,6 +240,18 @@ extension ReplicatedLog {
         state.withLock { $0.tasks.append(keeper) }
     }
 
+    /// Stops writing and gives the lease up, waiting for the servers to take the release (bounded by one renewal
+    /// interval): a node that stops gracefully lets another take over at once instead of after a lease's time.
+    public func resign() async {
+        let held = state.withLock { state -> WriterLease.Holding? in
+            state.campaigning = false
+            return state.held
+        }
+        guard let held else { return }
+        giveUpLease(because: "it is stopping")
+        await releaseLease(held)
+    }
+
     /// Marks the lease released (when this node closes while holding it), so that another node takes it at once.
     func releaseLease(_ held: WriterLease.Holding) async {
         let record = WriterLease.Record(
