@@ -23,6 +23,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
     ],
     targets: [
         .systemLibrary(
@@ -48,6 +49,16 @@ let package = Package(
         ),
         .target(name: "Interchange", dependencies: ["Projections", "EventLog"]),
         .target(name: "Workloads", dependencies: ["Projections", "EventLog", "ReplicatedLog"]),
+        .target(
+            name: "Delivery",
+            dependencies: [
+                "Projections", "EventLog", "NATSClient",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]
+        ),
         .target(
             name: "Server",
             dependencies: [
@@ -92,7 +103,12 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]),
         .target(
-            name: "ParleyTestSupport", dependencies: ["EventLog", "Projections", "NATSClient"],
+            name: "ParleyTestSupport",
+            dependencies: [
+                "EventLog", "Projections", "NATSClient", .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
             path: "Tests/TestSupport"),
         // The crash tests' writer: a test-only executable the tests run and SIGKILL, and the record recipe it
         // shares with them.
@@ -132,6 +148,13 @@ let package = Package(
             name: "NATSClientTests",
             dependencies: [
                 "NATSClient", "EventLog", "ParleyTestSupport", .product(name: "NIOCore", package: "swift-nio"),
+            ]
+        ),
+        .testTarget(
+            name: "DeliveryTests",
+            dependencies: [
+                "Delivery", "Projections", "EventLog", "ParleyTestSupport",
+                .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         .testTarget(
