@@ -62,6 +62,7 @@ let package = Package(
         .target(
             name: "Server",
             dependencies: [
+                "Delivery",
                 "Projections",
                 "EventLog",
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -133,7 +134,7 @@ let package = Package(
         .testTarget(
             name: "ServerTests",
             dependencies: [
-                "Server", "Projections", "EventLog", "ReplicatedLog", "NATSClient", "ParleyTestSupport",
+                "Server", "Delivery", "Projections", "EventLog", "ReplicatedLog", "NATSClient", "ParleyTestSupport",
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

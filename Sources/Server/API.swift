@@ -1,3 +1,4 @@
+import Delivery
 import EventLog
 import Foundation
 import HTTPTypes
@@ -17,6 +18,8 @@ struct API: Sendable {
     let upgradeRefusals = UpgradeRefusals()
     let metrics: ServerMetrics
     let logger: Logger
+    /// The durable subscriptions (webhooks) the server runs, for the admin routes.
+    var deliveries: Deliveries? = nil
 
     /// The router with every route, and the table that documents them.
     func makeRouter() -> (Router<ParleyContext>, [RouteSpec]) {
@@ -39,6 +42,7 @@ struct API: Sendable {
         registerOperations(table)
         registerCommands(table)
         registerQueries(table)
+        registerSubscriptions(table)
         let live = LiveChannel(hub: hub, engine: engine, verifier: verifier, configuration: configuration)
         table.document(
             RouteSpec(

@@ -177,6 +177,7 @@ enum OpenAPI {
         case "lookup": return [404: "No user has that phone or email."]
         case "ready": return [503: "The server is stopping, or the store failed and the engine takes no commands."]
         case "audit", "export", "verify": return [503: "The store could not be read."]
+        case "retrySubscription": return [409: "Nothing is parked on that subscription (`notParked`)."]
         default: return [:]
         }
     }
@@ -490,6 +491,17 @@ enum OpenAPI {
                 "records": integer, "segments": integer,
             ]),
             "Health": object(["status": enumeration(["ok", "ready"]), "position": integer], required: ["status"]),
+            "SubscriptionList": array(ref("SubscriptionStatus")),
+            // `parked` and `lastError` are null when nothing is parked or failing.
+            "SubscriptionStatus": object([
+                "name": string, "position": integer, "head": integer, "lag": integer, "deliveries": integer,
+                "retries": integer, "parkedTotal": integer, "active": boolean, "lastError": nullable(string),
+                "parked": nullable(ref("ParkedDelivery")),
+            ]),
+            "ParkedDelivery": object([
+                "first": integer, "through": integer, "events": integer, "attempts": integer, "parkedAt": time,
+                "lastError": string,
+            ]),
             "LiveFrame": [
                 "type": "object", "required": ["type"],
                 "properties": [

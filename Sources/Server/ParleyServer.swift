@@ -1,3 +1,4 @@
+import Delivery
 import EventLog
 import Hummingbird
 import HummingbirdWebSocket
@@ -18,6 +19,7 @@ public struct ParleyServer: Sendable {
     let configuration: ServerConfiguration
     let logger: Logger
     let connections: ConnectionLimits
+    let deliveries: Deliveries?
 
     /// A server over `engine`, checking tokens with `verifier`.
     ///
@@ -26,20 +28,25 @@ public struct ParleyServer: Sendable {
     /// (a family it made already under one of those names must have the same type and help text). Over the
     /// local log the server times the log's fdatasyncs, replacing an observer set before
     /// (``EventLog/observeSyncs(_:)``).
+    ///
+    /// `deliveries` are the durable subscriptions (webhooks) the server runs beside it, stops with it, shows at
+    /// `GET /v1/admin/subscriptions` and in `/metrics`; the server closes them when it stops.
     public init(
         engine: Engine, verifier: TokenVerifier, configuration: ServerConfiguration = .init(),
         logger: Logger = Logger(label: "parley"),
-        metricsRegistry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()
+        metricsRegistry: PrometheusCollectorRegistry = PrometheusCollectorRegistry(), deliveries: Deliveries? = nil
     ) {
         let connections = ConnectionLimits(configuration: configuration)
-        let metrics = ServerMetrics(registry: metricsRegistry, engine: engine, connections: connections)
+        let metrics = ServerMetrics(
+            registry: metricsRegistry, engine: engine, connections: connections, deliveries: deliveries)
         self.api = API(
             engine: engine,
             hub: LiveHub(engine: engine, configuration: configuration, metrics: metrics, logger: logger),
-            verifier: verifier, configuration: configuration, metrics: metrics, logger: logger)
+            verifier: verifier, configuration: configuration, metrics: metrics, logger: logger, deliveries: deliveries)
         self.configuration = configuration
         self.logger = logger
         self.connections = connections
+        self.deliveries = deliveries
     }
 
     /// The server's connections now, and what its connection guards have done since it started.
@@ -50,7 +57,9 @@ public struct ParleyServer: Sendable {
     public func makeApplication(onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in })
         -> some ApplicationProtocol
     {
-        makeApplication(services: [LiveService(hub: api.hub, grace: configuration.shutdownGrace)], onServerRunning)
+        makeApplication(
+            services: deliveryServices + [LiveService(hub: api.hub, grace: configuration.shutdownGrace)],
+            onServerRunning)
     }
 
     private func makeApplication(
@@ -82,11 +91,32 @@ public struct ParleyServer: Sendable {
         // A group stops its services last first: the live channel closes (1001) before the HTTP server
         // stops accepting and drains the requests in flight.
         var group = ServiceGroupConfiguration(
-            services: services.map { .init(service: $0) } + [.init(service: app), .init(service: live)],
+            services: (services + deliveryServices).map { .init(service: $0) } + [
+                .init(service: app), .init(service: live),
+            ],
             gracefulShutdownSignals: [.sigterm, .sigint],
             logger: logger)
         group.maximumGracefulShutdownDuration = configuration.shutdownGrace * 2
         try await ServiceGroup(configuration: group).run()
+    }
+}
+
+extension ParleyServer {
+    /// The deliveries' service, when there are deliveries: stopped after the HTTP server finished its requests.
+    fileprivate var deliveryServices: [any Service] { deliveries.map { [DeliveryService(deliveries: $0)] } ?? [] }
+}
+
+/// Runs the durable subscriptions until a graceful stop, then cancels them (a delivery cut short is delivered again
+/// at the next start, from the stored position) and closes what they hold.
+struct DeliveryService: Service {
+    let deliveries: Deliveries
+
+    func run() async throws {
+        let running = Task { await deliveries.run() }
+        try? await gracefulShutdown()
+        running.cancel()
+        await running.value
+        await deliveries.close()
     }
 }
 

@@ -1,3 +1,4 @@
+import Delivery
 import EventLog
 import HTTPTypes
 import Projections
@@ -34,6 +35,7 @@ final class ServerMetrics: Sendable {
     private let replica: (writer: Gauge, lag: Gauge, heartbeatAge: Gauge, term: Gauge)?
     private let process: ProcessFamilies
     private let connections: ConnectionFamilies
+    private let subscriptions: [SubscriptionFamilies]
     private let requests = PlainMutex<[RequestKey: RequestSeries]>([:])
     private let commands = PlainMutex<[CommandKey: Counter]>([:])
     /// What the store and the process counted at the last scrape, so that their counters grow by the difference.
@@ -62,6 +64,19 @@ final class ServerMetrics: Sendable {
         var actorIndexFailures = 0
         var cpuSeconds = 0.0
         var connections = ConnectionCounts()
+        var subscriptions: [SubscriptionName: (deliveries: Int, retries: Int, parked: Int)] = [:]
+    }
+
+    /// One durable subscription's families, labelled with its name; its counts are kept by the subscription and
+    /// mirrored here at each scrape.
+    private struct SubscriptionFamilies {
+        var subscription: DurableSubscription
+        var deliveries: Counter
+        var retries: Counter
+        var parkedTotal: Counter
+        var parked: Gauge
+        var lag: Gauge
+        var position: Gauge
     }
 
     /// The connection guards' counts (``ConnectionLimits``), kept there and mirrored here at each scrape.
@@ -100,8 +115,12 @@ final class ServerMetrics: Sendable {
     ]
 
     /// The families of a server over `engine` and `connections`, made in `registry`. Over the local log it also
-    /// times the log's fdatasyncs (replacing an observer set before, see ``EventLog/observeSyncs(_:)``).
-    init(registry: PrometheusCollectorRegistry, engine: Engine, connections: ConnectionLimits) {
+    /// times the log's fdatasyncs (replacing an observer set before, see ``EventLog/observeSyncs(_:)``), and
+    /// shows each of `deliveries`' subscriptions.
+    init(
+        registry: PrometheusCollectorRegistry, engine: Engine, connections: ConnectionLimits,
+        deliveries: Deliveries? = nil
+    ) {
         self.registry = registry
         self.engine = engine
         let closed = { (reason: String) in
@@ -116,6 +135,29 @@ final class ServerMetrics: Sendable {
             open: registry.gauge("parley_connections_open", "Open connections, HTTP and live."),
             tooMany: closed("tooMany"), evicted: closed("evicted"), headTimeout: closed("headTimeout"),
             headTooLarge: closed("headTooLarge"), bodyTooLarge: closed("bodyTooLarge"))
+        subscriptions = (deliveries?.subscriptions ?? []).map { subscription in
+            let labels = [("subscription", subscription.name.rawValue)]
+            return SubscriptionFamilies(
+                subscription: subscription,
+                deliveries: registry.counter(
+                    "parley_subscription_deliveries_total", labels: labels,
+                    "Events a durable subscription (webhook) delivered and had acknowledged, by subscription."),
+                retries: registry.counter(
+                    "parley_subscription_retries_total", labels: labels,
+                    "Failed deliveries a durable subscription tried again, by subscription."),
+                parkedTotal: registry.counter(
+                    "parley_subscription_parked_total", labels: labels,
+                    "Deliveries parked after failing too often, by subscription."),
+                parked: registry.gauge(
+                    "parley_subscription_parked", labels: labels,
+                    "1 while a subscription's delivery is parked (retry: POST /v1/admin/subscriptions/NAME/retry)."),
+                lag: registry.gauge(
+                    "parley_subscription_lag_records", labels: labels,
+                    "The log's head less the subscription's delivered position, by subscription."),
+                position: registry.gauge(
+                    "parley_subscription_position", labels: labels,
+                    "The last position a subscription delivered and had acknowledged, by subscription."))
+        }
         liveConnections = registry.gauge("parley_live_connections", "Open live (WebSocket) connections.")
         framesSent = registry.counter(
             "parley_live_frames_sent_total", "Frames written to live clients.")
@@ -298,7 +340,20 @@ final class ServerMetrics: Sendable {
         }
         let counts = connections.limits.counts
         connections.open.set(Int64(counts.open))
+        let statuses = subscriptions.map { $0.subscription.status }
+        for (families, status) in zip(subscriptions, statuses) {
+            families.lag.set(Int64(clamping: status.lag))
+            families.position.set(Int64(clamping: status.position.rawValue))
+            families.parked.set(Int64(status.parked == nil ? 0 : 1))
+        }
         scraped.withLock { last in
+            for (families, status) in zip(subscriptions, statuses) {
+                var seen = last.subscriptions[status.name] ?? (0, 0, 0)
+                Self.grow(families.deliveries, from: &seen.deliveries, to: status.deliveries)
+                Self.grow(families.retries, from: &seen.retries, to: status.retries)
+                Self.grow(families.parkedTotal, from: &seen.parked, to: status.parkedTotal)
+                last.subscriptions[status.name] = seen
+            }
             Self.grow(snapshotFailures, from: &last.snapshotFailures, to: snapshots.failures)
             Self.grow(connections.tooMany, from: &last.connections.refused, to: counts.refused)
             Self.grow(connections.evicted, from: &last.connections.evicted, to: counts.evicted)
@@ -330,8 +385,8 @@ extension PrometheusCollectorRegistry {
         makeCounter(descriptor: .init(metricName: name, unitName: "", helpText: help), labels: labels)
     }
 
-    fileprivate func gauge(_ name: String, _ help: String) -> Gauge {
-        makeGauge(descriptor: .init(metricName: name, unitName: "", helpText: help))
+    fileprivate func gauge(_ name: String, labels: [(String, String)] = [], _ help: String) -> Gauge {
+        makeGauge(descriptor: .init(metricName: name, unitName: "", helpText: help), labels: labels)
     }
 
     fileprivate func histogram(
