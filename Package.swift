@@ -78,6 +78,7 @@ let package = Package(
             name: "EngineCLI",
             dependencies: [
                 "Server",
+                "Delivery",
                 "Interchange",
                 "Workloads",
                 "Projections",

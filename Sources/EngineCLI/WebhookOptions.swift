@@ -1,0 +1,89 @@
+import ArgumentParser
+import Delivery
+import EventLog
+import Foundation
+import Logging
+import Projections
+import ReplicatedLog
+
+/// `parley serve`'s webhook: the app's own backend gets every event (or those of the types it names) as signed
+/// canonical JSON Lines, at least once, in log order, from a durable subscription named `webhook`.
+struct WebhookOptions: ParsableArguments {
+    @Option(help: "POST the log's events to this URL as signed JSON Lines (a durable subscription named 'webhook').")
+    var webhook: String?
+    @Option(
+        help: "With --webhook: a file holding the HMAC-SHA256 secret (at least 32 bytes; trailing newline ignored).")
+    var webhookSecretFile: String?
+    @Option(
+        help: ArgumentHelp(
+            "With --webhook: only events of these types, comma-separated (e.g. MessageSent,FriendRequested).",
+            valueName: "types"))
+    var webhookEvents: String?
+    @Option(help: "With --webhook: failed attempts before a delivery is parked for an admin to retry.")
+    var webhookAttempts = 12
+    @Option(help: "With --webhook: the longest pause between two attempts, in seconds (the first is 0.5 s, doubling).")
+    var webhookMaxDelay: Double = 60
+
+    func validate() throws {
+        guard webhook != nil || (webhookSecretFile == nil && webhookEvents == nil) else {
+            throw ValidationError("--webhook-secret-file and --webhook-events need --webhook URL")
+        }
+        guard webhook == nil || webhookSecretFile != nil else {
+            throw ValidationError("--webhook needs --webhook-secret-file F: the receiver checks signatures with it")
+        }
+        guard webhookAttempts >= 1, webhookMaxDelay >= 0.5 else {
+            throw ValidationError("--webhook-attempts must be at least 1 and --webhook-max-delay at least 0.5")
+        }
+    }
+
+    /// The webhook's deliveries over `engine`, or nil without --webhook: its secret read, its position kept beside
+    /// the log (a file in a local log's directory; a JetStream stream beside a replicated log's, where only the
+    /// writing node delivers).
+    /// - Throws: a ``CLIError`` naming the secret file, the URL, the event type or the position store at fault.
+    func deliveries(engine: Engine, logger: Logger) async throws -> Deliveries? {
+        guard let webhook, let webhookSecretFile else { return nil }
+        let secret = try await onDedicatedThread("parley-webhook-secret") { () throws(CLIError) -> [UInt8] in
+            guard let data = FileManager.default.contents(atPath: webhookSecretFile) else {
+                throw CLIError("cannot read the webhook secret file \(webhookSecretFile)")
+            }
+            var bytes = [UInt8](data)
+            while let last = bytes.last, last == 0x0A || last == 0x0D || last == 0x20 { bytes.removeLast() }
+            return bytes
+        }
+        var types: Set<String>?
+        if let webhookEvents {
+            types = Set(webhookEvents.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
+        }
+        var configuration = WebhookConfiguration(url: webhook, secret: secret, eventTypes: types)
+        configuration.retry = RetryPolicy(
+            firstDelay: .milliseconds(500), maximumDelay: .milliseconds(Int(webhookMaxDelay * 1000)),
+            attemptsBeforeParking: webhookAttempts)
+        do throws(DeliveryError) {
+            // Checked before a replicated store's connection is made (the sink makes its HTTP client only to post).
+            _ = try WebhookSink(configuration)
+            switch engine.store {
+            case let log as ReplicatedLog:
+                let config = log.configuration
+                let positions = try await JetStreamPositionStore.open(
+                    servers: config.servers, logStream: config.stream, replicas: config.replicas, node: config.node)
+                do {
+                    return try Deliveries.webhook(
+                        configuration, engine: engine, positions: positions, isActive: { log.role == .writer },
+                        onClose: { await positions.close() }, logger: logger)
+                } catch {
+                    await positions.close()
+                    throw error
+                }
+            case let log as EventLog:
+                return try Deliveries.webhook(
+                    configuration, engine: engine, positions: FilePositionStore(directory: log.directory),
+                    logger: logger)
+            default:
+                return try Deliveries.webhook(
+                    configuration, engine: engine, positions: MemoryPositionStore(), logger: logger)
+            }
+        } catch {
+            throw CLIError("--webhook: \(error.message)")
+        }
+    }
+}
