@@ -155,7 +155,7 @@ let package = Package(
         .testTarget(
             name: "DeliveryTests",
             dependencies: [
-                "Delivery", "Projections", "EventLog", "ParleyTestSupport",
+                "Delivery", "Projections", "EventLog", "NATSClient", "ParleyTestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),

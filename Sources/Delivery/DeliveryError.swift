@@ -20,6 +20,8 @@ public struct DeliveryError: Error, Sendable, CustomStringConvertible {
         public static let unreachable = Code("unreachable")
         /// The receiver answered with a status other than 2xx.
         public static let rejected = Code("rejected")
+        /// The engine's state could not be read (who was erased), so nothing was sent.
+        public static let unreadableState = Code("unreadableState")
         /// No subscription by that name.
         public static let notFound = Code("notFound")
         /// The subscription has no parked delivery to retry.

@@ -268,11 +268,11 @@ public final class DurableSubscription: Sendable {
         var failures = 0
         while !Task.isCancelled {
             guard isActive else { return .inactive }
-            let events = await withoutErasedUsers(batch.events)
-            if events.isEmpty { return .delivered }
-            var attempt = batch
-            attempt.events = events
             do {
+                let events = try await withoutErasedUsers(batch.events)
+                if events.isEmpty { return .delivered }
+                var attempt = batch
+                attempt.events = events
                 try await sink.deliver(attempt)
                 state.withLock { $0.lastError = nil }
                 return .delivered
@@ -284,7 +284,8 @@ public final class DurableSubscription: Sendable {
                     state.withLock { s in
                         s.parkedTotal += 1
                         s.parked = ParkedDelivery(
-                            first: batch.after.next, through: batch.through, events: events.count, attempts: failures,
+                            first: batch.after.next, through: batch.through, events: batch.events.count,
+                            attempts: failures,
                             parkedAt: Timestamp.now(), lastError: "\(error)")
                     }
                     logger.error(
@@ -305,17 +306,25 @@ public final class DurableSubscription: Sendable {
 
     /// `events` without those by or about a user the engine now says was erased, and without any whose seal could
     /// not be opened; `UserErased` itself stays.
-    private func withoutErasedUsers(_ events: [EventEnvelope]) async -> [EventEnvelope] {
+    /// - Throws: ``DeliveryError/Code/unreadableState`` when the engine cannot say who was erased (nothing is sent
+    ///   then).
+    private func withoutErasedUsers(_ events: [EventEnvelope]) async throws(DeliveryError) -> [EventEnvelope] {
         let engine = engine
-        return await onDedicatedThread("parley-subscription-erasures") { () -> [EventEnvelope] in
-            let erased = ((try? engine.erasedUsers) ?? []).map(\.rawValue)
-            let erasedSet = Set(erased)
+        return try await onDedicatedThread("parley-subscription-erasures") { () throws(DeliveryError) in
+            let erasedUsers: [UserID]
+            do {
+                erasedUsers = try engine.erasedUsers
+            } catch {
+                throw DeliveryError(
+                    .unreadableState, "cannot tell who was erased, so nothing is sent: \(error)", cause: error)
+            }
+            // A Set of Strings compares ids by canonical equivalence, which may take two ids for one (ids are
+            // equal only when their bytes are): it may drop more than it must, never less.
+            let erased = Set(erasedUsers.map(\.rawValue))
             return events.filter { envelope in
                 if envelope.type == UserErased.typeName { return true }
                 if envelope.event.isSealed { return false }
-                if erasedSet.isEmpty { return true }
-                if let actor = envelope.actor, erasedSet.contains(actor) { return false }
-                return !erased.contains { envelope.isByOrAbout(UserID($0)) }
+                return erased.isEmpty || envelope.involvedUserIDs.isDisjoint(with: erased)
             }
         }
     }
@@ -359,7 +368,7 @@ extension DeliverySink {
 }
 
 /// When a failed delivery is tried again: after `firstDelay`, then `multiplier` times longer each time up to
-/// `maximumDelay`; parked after `attemptsBeforeParking` failures (by default 12: about six minutes).
+/// `maximumDelay`; parked after `attemptsBeforeParking` failures (by default 12: about five minutes of pauses).
 public struct RetryPolicy: Sendable, Hashable {
     public var firstDelay: Duration = .milliseconds(500)
     public var maximumDelay: Duration = .seconds(60)
