@@ -41,18 +41,18 @@ public final class Deliveries: Sendable {
 
     /// The deliveries of a webhook: one subscription named `configuration.name` over `engine`, its position kept
     /// in `positions` (``FilePositionStore`` in a local log's directory, ``JetStreamPositionStore`` beside a
-    /// replicated log), delivering while `isActive` holds. `onClose` runs at ``close()``.
+    /// replicated log). `onClose` runs at ``close()``.
     /// - Throws: ``DeliveryError/Code/invalidConfiguration`` for a configuration it refuses.
     public static func webhook(
         _ configuration: WebhookConfiguration, engine: Engine, positions: any PositionStore,
-        isActive: @escaping @Sendable () -> Bool = { true }, onClose: @escaping @Sendable () async -> Void = {},
+        onClose: @escaping @Sendable () async -> Void = {},
         logger: Logger = Logger(label: "parley.delivery")
     ) throws(DeliveryError) -> Deliveries {
         var options = DurableSubscription.Options(eventTypes: configuration.eventTypes)
         options.retry = configuration.retry
         let subscription = try DurableSubscription(
             name: configuration.name, engine: engine, positions: positions, sink: try WebhookSink(configuration),
-            options: options, isActive: isActive, logger: logger)
+            options: options, logger: logger)
         return try Deliveries([subscription], onClose: onClose)
     }
 }

@@ -21,8 +21,9 @@ import Projections
 ///   the `UserErased` event itself (ids only) is delivered, so the receiver can erase its own copies.
 /// - **Off the pool.** Reading the log, folding state for the erasure check and file writes run on a thread of
 ///   their own (``onDedicatedThread(_:_:)``); waits are suspensions, never blocked threads.
-/// - **One deliverer.** It delivers only while `isActive` holds (on a replicated store: while this node writes);
-///   otherwise it waits, and reads the stored position again when it starts delivering.
+/// - **One deliverer.** It delivers only while the store takes appends here (``EventStore/writeRefusal()`` is nil:
+///   always on a local log; on a replicated one while this node holds the writer lease); otherwise it waits, and
+///   reads the stored position again when it starts delivering, since another node may have moved it.
 public final class DurableSubscription: Sendable {
     /// What a subscription delivers and how hard it tries.
     public struct Options: Sendable {
@@ -58,18 +59,15 @@ public final class DurableSubscription: Sendable {
     let positions: any PositionStore
     let sink: any DeliverySink
     let logger: Logger
-    private let isActiveNow: @Sendable () -> Bool
     private let state = PlainMutex(State())
     private let retryRequests: AsyncStream<Void>
     private let retryRequest: AsyncStream<Void>.Continuation
 
-    /// A subscription `name` of `engine`'s log, delivering to `sink` while `isActive` holds (checked before each
-    /// attempt and at least once a second while idle), its position kept in `positions`.
+    /// A subscription `name` of `engine`'s log, delivering to `sink`, its position kept in `positions`.
     /// - Throws: ``DeliveryError/Code/invalidConfiguration`` for an unknown event type or a batch limit below 1.
     public init(
         name: SubscriptionName, engine: Engine, positions: any PositionStore, sink: any DeliverySink,
-        options: Options = Options(), isActive: @escaping @Sendable () -> Bool = { true },
-        logger: Logger = Logger(label: "parley.delivery")
+        options: Options = Options(), logger: Logger = Logger(label: "parley.delivery")
     ) throws(DeliveryError) {
         if let types = options.eventTypes {
             let unknown = types.subtracting(DomainEvent.typeNames).sorted()
@@ -90,7 +88,6 @@ public final class DurableSubscription: Sendable {
         self.positions = positions
         self.sink = sink
         self.logger = logger
-        self.isActiveNow = isActive
         (retryRequests, retryRequest) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
     }
 
@@ -159,7 +156,8 @@ public final class DurableSubscription: Sendable {
         }
     }
 
-    private var isActive: Bool { isActiveNow() }
+    /// Whether this node delivers now (checked before each attempt, and at least once a second while idle).
+    private var isActive: Bool { engine.store.writeRefusal() == nil }
 
     /// Waits until this node delivers; false when cancelled or the engine closed.
     private func waitUntilActive() async -> Bool {

@@ -68,8 +68,8 @@ struct WebhookOptions: ParsableArguments {
                     servers: config.servers, logStream: config.stream, replicas: config.replicas, node: config.node)
                 do {
                     return try Deliveries.webhook(
-                        configuration, engine: engine, positions: positions, isActive: { log.role == .writer },
-                        onClose: { await positions.close() }, logger: logger)
+                        configuration, engine: engine, positions: positions, onClose: { await positions.close() },
+                        logger: logger)
                 } catch {
                     await positions.close()
                     throw error
