@@ -24,6 +24,8 @@ struct WebhookOptions: ParsableArguments {
     @Option(help: "With --webhook: the longest pause between two attempts, in seconds (the first is 0.5 s, doubling).")
     var webhookMaxDelay: Double = 60
 
+    /// Checks the options before anything is opened: the secret file read (a few bytes, once, while the arguments
+    /// are parsed), the URL, the secret's length and the event types.
     func validate() throws {
         guard webhook != nil || (webhookSecretFile == nil && webhookEvents == nil) else {
             throw ValidationError("--webhook-secret-file and --webhook-events need --webhook URL")
@@ -34,22 +36,35 @@ struct WebhookOptions: ParsableArguments {
         guard webhookAttempts >= 1, webhookMaxDelay >= 0.5 else {
             throw ValidationError("--webhook-attempts must be at least 1 and --webhook-max-delay at least 0.5")
         }
+        guard let webhookSecretFile, let configuration = try configuration(secret: Self.secret(in: webhookSecretFile))
+        else { return }
+        do throws(DeliveryError) {
+            _ = try WebhookSink(configuration)
+        } catch {
+            throw ValidationError("--webhook: \(error.message)")
+        }
+        let unknown = (configuration.eventTypes ?? []).subtracting(DomainEvent.typeNames).sorted()
+        guard unknown.isEmpty else {
+            throw ValidationError(
+                "--webhook-events: unknown event type \(unknown.joined(separator: ", ")); the types are "
+                    + DomainEvent.typeNames.joined(separator: ", "))
+        }
     }
 
-    /// The webhook's deliveries over `engine`, or nil without --webhook: its secret read, its position kept beside
-    /// the log (a file in a local log's directory; a JetStream stream beside a replicated log's, where only the
-    /// writing node delivers).
-    /// - Throws: a ``CLIError`` naming the secret file, the URL, the event type or the position store at fault.
-    func deliveries(engine: Engine, logger: Logger) async throws -> Deliveries? {
-        guard let webhook, let webhookSecretFile else { return nil }
-        let secret = try await onDedicatedThread("parley-webhook-secret") { () throws(CLIError) -> [UInt8] in
-            guard let data = FileManager.default.contents(atPath: webhookSecretFile) else {
-                throw CLIError("cannot read the webhook secret file \(webhookSecretFile)")
-            }
-            var bytes = [UInt8](data)
-            while let last = bytes.last, last == 0x0A || last == 0x0D || last == 0x20 { bytes.removeLast() }
-            return bytes
+    /// The secret in `path`, a trailing newline (or spaces) dropped.
+    /// - Throws: a ``CLIError`` naming the file when it cannot be read.
+    static func secret(in path: String) throws(CLIError) -> [UInt8] {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw CLIError("cannot read the webhook secret file \(path)")
         }
+        var bytes = [UInt8](data)
+        while let last = bytes.last, last == 0x0A || last == 0x0D || last == 0x20 { bytes.removeLast() }
+        return bytes
+    }
+
+    /// The webhook's configuration with `secret`, or nil without --webhook.
+    private func configuration(secret: [UInt8]) -> WebhookConfiguration? {
+        guard let webhook else { return nil }
         var types: Set<String>?
         if let webhookEvents {
             types = Set(webhookEvents.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
@@ -58,9 +73,20 @@ struct WebhookOptions: ParsableArguments {
         configuration.retry = RetryPolicy(
             firstDelay: .milliseconds(500), maximumDelay: .milliseconds(Int(webhookMaxDelay * 1000)),
             attemptsBeforeParking: webhookAttempts)
+        return configuration
+    }
+
+    /// The webhook's deliveries over `engine`, or nil without --webhook: its secret read again (on a thread of its
+    /// own), its position kept beside the log (a file in a local log's directory; a JetStream stream beside a
+    /// replicated log's, where only the writing node delivers).
+    /// - Throws: a ``CLIError`` naming the secret file or the position store at fault.
+    func deliveries(engine: Engine, logger: Logger) async throws -> Deliveries? {
+        guard let webhookSecretFile else { return nil }
+        let secret = try await onDedicatedThread("parley-webhook-secret") { () throws(CLIError) -> [UInt8] in
+            try Self.secret(in: webhookSecretFile)
+        }
+        guard let configuration = configuration(secret: secret) else { return nil }
         do throws(DeliveryError) {
-            // Checked before a replicated store's connection is made (the sink makes its HTTP client only to post).
-            _ = try WebhookSink(configuration)
             switch engine.store {
             case let log as ReplicatedLog:
                 let config = log.configuration
