@@ -15,6 +15,8 @@ import Testing
 
     @Test func sigkillMidBurstLosesNoDelivery() async throws {
         let receiver = try await WebhookReceiver.start()
+        // A slow receiver: deliveries lag the burst, so the kill comes with a request unanswered and events after it.
+        receiver.answer(after: .milliseconds(50))
         let secretFile = FileManager.default.temporaryDirectory.appendingPathComponent("parley-hook-\(UUID())").path
         try (Self.secret + "\n").write(toFile: secretFile, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: secretFile) }
@@ -73,6 +75,7 @@ import Testing
         #expect(ids.count >= 300, "the burst ran: \(ids.count) acknowledged")
 
         // The same log again: the subscription resumes from its stored position.
+        receiver.answer(after: .zero)
         let second = try await ServeProcess(arguments: arguments, data: first.dataPath)
         let ready = try await HTTPWire(port: second.port).request(.get, "/readyz", headers: [:], body: nil)
         let head = try #require(

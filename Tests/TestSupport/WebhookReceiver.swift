@@ -24,6 +24,7 @@ public final class WebhookReceiver: Sendable {
     private struct State {
         var requests: [Request] = []
         var status = 200
+        var delay = Duration.zero
         var channel: (any Channel)?
         var waiters: [(id: Int, check: @Sendable ([Request]) -> Bool, continuation: CheckedContinuation<Void, Never>)] =
             []
@@ -53,6 +54,9 @@ public final class WebhookReceiver: Sendable {
 
     /// Answers every later request with `status`.
     public func answer(_ status: Int) { state.withLock { $0.status = status } }
+
+    /// Answers every later request `delay` after it arrived whole (it is recorded at once): a slow receiver.
+    public func answer(after delay: Duration) { state.withLock { $0.delay = delay } }
 
     /// Stops listening (and closes the connections open); the port stays this receiver's to start again on.
     public func stop() async throws {
@@ -95,9 +99,9 @@ public final class WebhookReceiver: Sendable {
         }
     }
 
-    /// Records `request`; the status to answer it with.
-    fileprivate func received(_ request: Request) -> Int {
-        let (status, ready) = state.withLock { s -> (Int, [CheckedContinuation<Void, Never>]) in
+    /// Records `request`; the status to answer it with, and when.
+    fileprivate func received(_ request: Request) -> (status: Int, delay: Duration) {
+        let (status, delay, ready) = state.withLock { s -> (Int, Duration, [CheckedContinuation<Void, Never>]) in
             s.requests.append(request)
             var ready: [CheckedContinuation<Void, Never>] = []
             s.waiters.removeAll { waiter in
@@ -105,10 +109,10 @@ public final class WebhookReceiver: Sendable {
                 ready.append(waiter.continuation)
                 return true
             }
-            return (s.status, ready)
+            return (s.status, s.delay, ready)
         }
         for continuation in ready { continuation.resume() }
-        return status
+        return (status, delay)
     }
 
     /// Collects a request's parts, records it whole and answers.
@@ -134,15 +138,29 @@ public final class WebhookReceiver: Sendable {
             case .body(var buffer):
                 body += buffer.readBytes(length: buffer.readableBytes) ?? []
             case .end:
-                let status = receiver.received(Request(headers: headers, body: body))
-                var head = HTTPResponseHead(version: .http1_1, status: HTTPResponseStatus(statusCode: status))
-                head.headers.add(name: "Content-Length", value: "0")
-                context.write(wrapOutboundOut(.head(head)), promise: nil)
-                let keepAlive = keepAlive
-                let channel = context.channel
-                context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in
-                    if !keepAlive { channel.close(promise: nil) }
+                let (status, delay) = receiver.received(Request(headers: headers, body: body))
+                if delay > .zero {
+                    let nanoseconds =
+                        delay.components.seconds * 1_000_000_000 + delay.components.attoseconds / 1_000_000_000
+                    let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+                    context.eventLoop.scheduleTask(in: .nanoseconds(nanoseconds)) {
+                        let (handler, context) = loopBound.value
+                        handler.respond(status, context: context)
+                    }
+                } else {
+                    respond(status, context: context)
                 }
+            }
+        }
+
+        func respond(_ status: Int, context: ChannelHandlerContext) {
+            var head = HTTPResponseHead(version: .http1_1, status: HTTPResponseStatus(statusCode: status))
+            head.headers.add(name: "Content-Length", value: "0")
+            context.write(wrapOutboundOut(.head(head)), promise: nil)
+            let keepAlive = keepAlive
+            let channel = context.channel
+            context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in
+                if !keepAlive { channel.close(promise: nil) }
             }
         }
     }
