@@ -69,6 +69,9 @@ public struct EventLogError: Error, Sendable, Hashable, CustomStringConvertible 
     public var errno: Int32?
     /// For `.notWriter`: the address of the node that writes the log, when it is known.
     public var writerAddress: String?
+    /// For `.corruptBatch` on a replicated log: this node's own copy diverged from the committed stream (it read a
+    /// replica that held messages never committed); opening the log again reads the stream afresh.
+    public var diverged = false
 
     public init(_ code: Code, _ message: String, cause: (any Error)? = nil, errno: Int32? = nil) {
         self.code = code

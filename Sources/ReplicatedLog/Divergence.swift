@@ -14,10 +14,18 @@ import NATSClient
 ///   and its copy diverged; it stops (a node opened again reads the stream afresh);
 /// - both agree up to here and the leader's next copy does not follow: the committed stream itself forked there.
 extension ReplicatedLog {
-    /// The stream leader's copy of message `sequence`, or nil when there is none or no answer.
-    func leadersCopy(of sequence: UInt64) async -> [UInt8]? {
-        guard sequence > 0 else { return nil }
-        return try? await jetStream.message(stream: configuration.stream, sequence: sequence)?.payload
+    /// The stream leader's copy of message `sequence`; nil when the stream has no such message.
+    /// - Throws: `.unavailable` when the leader did not answer (an election, the servers unreachable): nothing can
+    ///   be concluded then, and the caller tries again later.
+    func leadersCopy(of sequence: UInt64) async throws(EventLogError) -> [UInt8]? {
+        do {
+            return try await jetStream.message(stream: configuration.stream, sequence: sequence)?.payload
+        } catch {
+            throw EventLogError(
+                .unavailable,
+                "the leader of stream \(configuration.stream) did not give its copy of message \(sequence): \(error)",
+                cause: error)
+        }
     }
 
     /// The leader's copy of `message` when it is the next batch; else the error naming which copy diverged.
@@ -26,7 +34,8 @@ extension ReplicatedLog {
     ) async throws(EventLogError) -> BatchMessage {
         let stream = configuration.stream
         let (first, previous, held) = state.withLock { ($0.committed + 1, $0.digest, $0.sequence) }
-        if let copy = await leadersCopy(of: message.sequence), copy != message.payload,
+        let copy = try await leadersCopy(of: message.sequence)
+        if let copy, copy != message.payload,
             let batch = try? BatchMessage.decode(
                 copy, expectedFirst: first, previousDigest: previous,
                 source: "the leader's copy of message \(message.sequence) of stream \(stream)")
@@ -36,30 +45,36 @@ extension ReplicatedLog {
                     + "copy (a replica diverged from the committed stream); the leader's copy was used")
             return batch
         }
-        if held > 0, let headCopy = await leadersCopy(of: held), headCopy != state.withLock({ $0.batches.last?.bytes })
-        {
+        if copy == nil {
+            throw Self.divergedCopy(at: message.sequence, stream: stream)
+        }
+        if held > 0, try await leadersCopy(of: held) != state.withLock({ $0.batches.last?.bytes }) {
             throw Self.divergedCopy(at: held, stream: stream)
         }
         throw EventLogError(
             .corruptBatch,
-            "the committed stream \(stream) forked at message \(message.sequence): the stream leader's copy does not "
-                + "follow message \(held), which this node holds as the leader does (\(failure.message))")
+            "message \(message.sequence) of stream \(stream) does not follow message \(held), which this node holds as "
+                + "the stream leader does, and the leader's copy is the same: the stream itself holds it, so it was "
+                + "forked or written by something other than a Parley writer (\(failure.message))")
     }
 
     /// Checks this node's newest batch against the leader's copy at its sequence.
-    /// - Throws: `.corruptBatch` saying this node's copy diverged; nothing when the leader cannot be asked.
+    /// - Throws: `.corruptBatch` saying this node's copy diverged (the leader holds another message there, or
+    ///   none); `.unavailable` when the leader did not answer.
     func checkHeadAgainstLeader() async throws(EventLogError) {
         let (held, bytes) = state.withLock { ($0.sequence, $0.batches.last?.bytes) }
-        guard held > 0, let copy = await leadersCopy(of: held) else { return }
-        if copy != bytes { throw Self.divergedCopy(at: held, stream: configuration.stream) }
+        guard held > 0 else { return }
+        if try await leadersCopy(of: held) != bytes { throw Self.divergedCopy(at: held, stream: configuration.stream) }
     }
 
     static func divergedCopy(at sequence: UInt64, stream: String) -> EventLogError {
-        EventLogError(
+        var error = EventLogError(
             .corruptBatch,
             "this node's copy of stream \(stream) diverged from the stream leader's at or before message \(sequence): "
                 + "it was read from a replica that held messages never committed; open the log again to read the "
                 + "committed stream")
+        error.diverged = true
+        return error
     }
 
     /// Keeps `text` for ``notes`` (each distinct text once).

@@ -635,7 +635,7 @@ extension JetStream {
                 case .api where error.errorCode == 10005: mayPass = true
                 default: mayPass = false
                 }
-                guard mayPass, ContinuousClock.now + pause < deadline else {
+                guard mayPass, ContinuousClock.now + pause < deadline, !Task.isCancelled else {
                     throw ReplicatedLog.storeError(error, doing: action)
                 }
                 try? await Task.sleep(for: pause)

@@ -33,20 +33,21 @@ public struct ReplicaNode: Service {
         self.logger = logger
     }
 
-    /// Follows the log's role until the service group stops or the log closes or fails.
+    /// Follows the log's role until the service group stops or the log closes or fails; every change is adopted,
+    /// even one back to the role adopted before (a writer that stepped down and wrote again leads afresh).
     public func run() async throws {
         if mode == .auto { log.startCampaigning() }
         await cancelWhenGracefulShutdown {
-            var role = log.role
+            var (role, epoch) = log.roleAndEpoch
             await adopt(role)
             while !Task.isCancelled {
                 switch role {
                 case .closed, .failed: return
                 default: break
                 }
-                let next = await log.roleChange(from: role)
-                if next == role { return }  // cancelled
-                role = next
+                let next = await log.roleChange(after: epoch)
+                if next.epoch == epoch { return }  // cancelled
+                (role, epoch) = next
                 await adopt(role)
             }
         }
@@ -65,7 +66,10 @@ public struct ReplicaNode: Service {
                 let term = log.replication?.term ?? 0
                 logger.notice("this node writes the log from position \(engine.position.rawValue) (lease term \(term))")
             } catch {
-                logger.error("leading failed: \(error.message)")
+                // An engine that cannot lead must not keep the lease from the other nodes.
+                logger.error("leading failed, giving the writer lease up: \(error.message)")
+                await log.resign()
+                if mode == .auto { log.startCampaigning() }
             }
         case .follower, .candidate:
             let wasLeading = !engine.isFollowing

@@ -142,7 +142,15 @@ public final class ReplicatedLog: EventStore {
         var batches: [(bytes: [UInt8], last: UInt64)] = []
         var bytes = 0
         var typeCounts: [String: Int] = [:]
-        var role = Role.follower
+        /// Every change of role counts one: a quick writer → follower → writer is seen as two changes.
+        var role = Role.follower {
+            didSet { roleEpoch &+= 1 }
+        }
+        var roleEpoch: UInt64 = 0
+        /// A batch is published and not yet answered: what it placed stays in the index until it is.
+        var inFlight = false
+        /// The node stepped down with a batch in flight: it follows once that batch is answered.
+        var followAfterFlight = false
         var queue: [Call] = []
         var snapshots = SnapshotShelf()
         var heartbeat: WriterHeartbeat?
@@ -251,7 +259,7 @@ public final class ReplicatedLog: EventStore {
                     break
                 } catch  where error.code == .unavailable && ContinuousClock.now < deadline {
                     try? await Task.sleep(for: .milliseconds(250))
-                } catch  where error.code == .corruptBatch && !fromLeader && error.message.contains("diverged") {
+                } catch  where error.diverged && !fromLeader {
                     // What was read came in part from a replica that diverged: read it all again, from the leader.
                     log.noteDivergence(
                         "opening read a replica of stream \(configuration.stream) that diverged; the "
@@ -296,6 +304,16 @@ public final class ReplicatedLog: EventStore {
     public func roleChange(from role: Role) async -> Role {
         _ = await roleNotifier.wait { self.role != role }
         return self.role
+    }
+
+    /// The role now, and the count of role changes so far.
+    public var roleAndEpoch: (role: Role, epoch: UInt64) { state.withLock { ($0.role, $0.roleEpoch) } }
+
+    /// Suspends until the role changed after `epoch` (even back to what it was), the store closes, or the task is
+    /// cancelled; returns the role and epoch then.
+    public func roleChange(after epoch: UInt64) async -> (role: Role, epoch: UInt64) {
+        _ = await roleNotifier.wait { self.state.withLock { $0.roleEpoch } != epoch }
+        return roleAndEpoch
     }
 
     func setRole(_ role: Role) {
@@ -375,6 +393,8 @@ public final class ReplicatedLog: EventStore {
     func catchUp(until deadline: ContinuousClock.Instant? = nil) async throws(EventLogError) {
         let deadline = deadline ?? ContinuousClock.now + configuration.openTimeout
         let last = try await streamLastSequence()
+        // More than the stream's leader holds: what this node read came from a replica that diverged.
+        if sequence > last { throw Self.divergedCopy(at: sequence, stream: configuration.stream) }
         guard sequence < last else { return }
         let reader = Task { [self] in
             // A consumer served from a replica that diverged is left for a new one after each replaced message.
@@ -393,7 +413,11 @@ public final class ReplicatedLog: EventStore {
         }
         defer { watchdog.cancel() }
         do {
-            try await reader.value
+            try await withTaskCancellationHandler {
+                try await reader.value
+            } onCancel: {
+                reader.cancel()
+            }
         } catch let error as EventLogError {
             throw error
         } catch  where !reader.isCancelled {
@@ -605,13 +629,16 @@ public final class ReplicatedLog: EventStore {
     /// writes from there. Gives the lease up when the stream cannot be read.
     /// - Throws: `.unavailable` when the stream's state cannot be read.
     func takeOver() async throws(EventLogError) {
-        let follower = state.withLock { state -> Task<Void, Never>? in
-            guard state.role == .follower, state.held != nil else { return nil }
+        let begun = state.withLock { state -> (follower: Task<Void, Never>?, term: UInt64)? in
+            guard state.role == .follower, let held = state.held, !state.inFlight, !state.followAfterFlight else {
+                return nil
+            }
             state.role = .candidate
             defer { state.follower = nil }
-            return state.follower
+            return (state.follower, held.term)
         }
-        guard role == .candidate else { return }
+        guard let begun else { return }
+        let (follower, term) = begun
         roleNotifier.notify()
         follower?.cancel()
         await follower?.value
@@ -621,17 +648,16 @@ public final class ReplicatedLog: EventStore {
             try await checkHeadAgainstLeader()
         } catch {
             if error.code == .corruptBatch {
-                giveUpLease(because: error.message)
-                setRole(.failed(error))
-            } else {
+                failAll(error)
+            } else if state.withLock({ $0.held?.term == term }) {
                 giveUpLease(because: "it could not read the stream to its head: \(error.message)")
             }
             throw error
         }
         let started = state.withLock { state -> AsyncStream<Void>? in
-            guard state.role == .candidate, let held = state.held, ContinuousClock.now < held.validUntil else {
-                return nil
-            }
+            guard state.role == .candidate, let held = state.held, held.term == term,
+                ContinuousClock.now < held.validUntil, !Task.isCancelled
+            else { return nil }
             state.role = .writer
             let (rings, doorbell) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
             state.doorbell = doorbell
@@ -643,33 +669,41 @@ public final class ReplicatedLog: EventStore {
             return rings
         }
         guard let rings = started else {
-            giveUpLease(because: "its writer lease lapsed while it read the stream to its head")
+            // Given up meanwhile (another term, or stopping), or the lease ran out while the stream was read.
+            if state.withLock({ $0.held?.term == term && $0.role == .candidate }) {
+                giveUpLease(because: "its writer lease ran out while it read the stream to its head")
+            }
             return
         }
         roleNotifier.notify()
-        let writer = Task { [self] in await writeLoop(rings) }
+        let writer = Task { [self] in await writeLoop(rings, term: term) }
         state.withLock { $0.tasks.append(writer) }
     }
 
     /// Stops writing (or taking over) and gives up the lease: waiting calls fail with `.notWriter`, and the node
     /// follows the stream again.
     func stepDown(because reason: String) {
-        let (waiting, wasActive) = state.withLock { state -> ([Call], Bool) in
+        let (waiting, wasActive, follows) = state.withLock { state -> ([Call], Bool, Bool) in
             state.held = nil
-            guard state.role == .writer || state.role == .candidate else { return ([], false) }
+            guard state.role == .writer || state.role == .candidate else { return ([], false, false) }
             state.role = .follower
             state.stepDownReason = reason
             state.endTerm()
-            // Records placed for a batch the stream refused are not the log's: the other writer's come there.
-            state.index.truncate(after: state.committed)
+            // What a batch in flight placed stays until the stream answers it (``write(_:term:)`` then follows);
+            // records placed for no batch are not the log's: the next writer's come there.
+            if state.inFlight {
+                state.followAfterFlight = true
+            } else {
+                state.index.truncate(after: state.committed)
+            }
             defer { state.queue.removeAll() }
-            return (state.queue, true)
+            return (state.queue, true, !state.inFlight)
         }
         guard wasActive else { return }
         let error = notWriterError(reason)
         for call in waiting { call.completion(.failure(error)) }
         roleNotifier.notify()
-        startFollowing()
+        if follows { startFollowing() }
     }
 
     /// The refusal of an append on this node: who writes instead, when known.
@@ -732,12 +766,17 @@ public final class ReplicatedLog: EventStore {
             }
         }
         let bytes = records.reduce(0) { $0 + $1.payload.count + $1.stream.rawValue.utf8.count + 48 }
-        let (role, doorbell) = state.withLock { state -> (Role, AsyncStream<Void>.Continuation?) in
+        let (role, doorbell, lapsed) = state.withLock { state -> (Role, AsyncStream<Void>.Continuation?, Bool) in
             guard state.role == .writer, let held = state.held, ContinuousClock.now < held.validUntil else {
-                return (state.role == .writer ? .candidate : state.role, nil)
+                return (state.role == .writer ? .candidate : state.role, nil, state.role == .writer)
             }
             state.queue.append(Call(records: records, completion: completion, bytes: bytes))
-            return (state.role, state.doorbell)
+            return (state.role, state.doorbell, false)
+        }
+        if lapsed {
+            // Its lease ran out unrenewed: the node steps down (off this call's stack), so that its engine follows
+            // and, once the node writes again, leads from the stream's state.
+            Task { self.giveUpLease(because: "its writer lease ran out before it could renew it") }
         }
         switch role {
         case .writer: doorbell?.yield()
@@ -753,18 +792,18 @@ public final class ReplicatedLog: EventStore {
     }
 
     /// The writer: one batch in flight, the next group forming meanwhile.
-    private func writeLoop(_ rings: AsyncStream<Void>) async {
+    private func writeLoop(_ rings: AsyncStream<Void>, term: UInt64) async {
         for await _ in rings {
-            while role == .writer {
+            while state.withLock({ $0.role == .writer && $0.held?.term == term }) {
                 if let rival = state.withLock({ $0.rival }) {
                     stepDown(because: "node \(rival.node) writes the log now (sequence \(rival.sequence))")
                     return
                 }
                 let calls = takeGroup()
                 if calls.isEmpty { break }
-                await write(calls)
+                await write(calls, term: term)
             }
-            if role != .writer { return }
+            if state.withLock({ $0.role != .writer || $0.held?.term != term }) { return }
         }
     }
 
@@ -784,37 +823,58 @@ public final class ReplicatedLog: EventStore {
     }
 
     /// Positions a group, publishes it as one batch, and answers its calls.
-    private func write(_ calls: [Call]) async {
+    private func write(_ calls: [Call], term: UInt64) async {
         var answers: [(Call, Result<AppendResult, EventLogError>)] = []
         let placed = state.withLock { state -> (records: [Record], previous: [UInt8], sequence: UInt64) in
             let now = currentTimeMilliseconds()
             for call in calls {
                 answers.append((call, state.index.place(call.records, now: now)))
             }
-            return (Array(state.index.records[Int(state.committed)...]), state.digest, state.sequence)
+            let records = Array(state.index.records[Int(state.committed)...])
+            if !records.isEmpty { state.inFlight = true }
+            return (records, state.digest, state.sequence)
         }
         guard !placed.records.isEmpty else {
             for (call, answer) in answers { call.completion(answer) }
             return
         }
-        let outcome = await publish(placed.records, previous: placed.previous, after: placed.sequence)
+        let outcome = await publish(placed.records, previous: placed.previous, after: placed.sequence, term: term)
+        // The batch is answered: it is added if the stream has it, and a node that stepped down meanwhile follows.
+        let follows = state.withLock { state -> Bool in
+            state.inFlight = false
+            if case .success(let (batch, sequence)) = outcome, state.sequence == placed.sequence {
+                if UInt64(state.index.records.count) != batch.lastPosition {
+                    // Dropped meanwhile (the store failed): placed again as the stream holds them.
+                    state.index.truncate(after: state.committed)
+                    for record in batch.records { state.index.append(record) }
+                }
+                Self.add(batch, sequence: sequence, isIndexed: true, to: &state)
+            }
+            guard state.followAfterFlight else {
+                if case .failure = outcome { state.index.truncate(after: state.committed) }
+                return false
+            }
+            state.followAfterFlight = false
+            state.index.truncate(after: state.committed)
+            return state.role == .follower
+        }
         switch outcome {
         case .success:
             notifier.notify()
             for (call, answer) in answers { call.completion(answer) }
         case .failure(let error):
-            state.withLock { $0.index.truncate(after: $0.committed) }
             for (call, answer) in answers {
                 if case .failure = answer { call.completion(answer) } else { call.completion(.failure(error)) }
             }
         }
+        if follows { startFollowing() }
     }
 
     /// Publishes the batch of `records` with the fence and a message id, retrying what may pass, and adds it
     /// once the stream has it. On a refusal by the fence the node steps down; when retries run out it stops.
-    private func publish(_ records: [Record], previous: [UInt8], after sequence: UInt64) async -> Result<
-        Void, EventLogError
-    > {
+    private func publish(_ records: [Record], previous: [UInt8], after sequence: UInt64, term: UInt64) async
+        -> Result<(BatchMessage, UInt64), EventLogError>
+    {
         let batch: BatchMessage
         do {
             batch = try BatchMessage.encode(records, previousDigest: previous)
@@ -831,13 +891,28 @@ public final class ReplicatedLog: EventStore {
         let id = "\(configuration.stream)-\(batch.firstPosition)-\(batch.digest.hexString.prefix(24))"
         let deadline = ContinuousClock.now + configuration.retryFor
         var backoff = Duration.milliseconds(50)
+        var sent = false
         while true {
-            // Only within the lease: past it another node may be writing, and this one must have stopped.
-            guard leaseIsHeld() else {
-                let reason = "its writer lease ran out with the batch at position \(batch.firstPosition) unacknowledged"
-                stepDown(because: reason)
-                return .failure(notWriterError(reason))
+            // Only within this term's lease: past it another node may be writing, and this one must have stopped.
+            let (sameTerm, valid) = state.withLock { state in
+                (state.held?.term == term, state.held.map { ContinuousClock.now < $0.validUntil } ?? false)
             }
+            guard sameTerm, valid else {
+                let reason =
+                    sameTerm
+                    ? "its writer lease ran out with the batch at position \(batch.firstPosition) unanswered"
+                    : "it stopped writing with the batch at position \(batch.firstPosition) unanswered"
+                if sameTerm { stepDown(because: reason) }
+                // A batch sent may have landed: the caller cannot be told it was refused (it would send it again).
+                return .failure(
+                    sent
+                        ? EventLogError(
+                            .unavailable,
+                            "\(reason); whether stream \(configuration.stream) took it is not known (an idempotency key "
+                                + "makes sending it again safe)")
+                        : notWriterError(reason))
+            }
+            sent = true
             do {
                 let ack = try await jetStream.publish(
                     configuration.subject, payload: batch.bytes, messageID: id, expectedLastSequence: sequence,
@@ -847,11 +922,10 @@ public final class ReplicatedLog: EventStore {
                         .corruptBatch,
                         "stream \(configuration.stream) stored batch \(id) at sequence \(ack.sequence), not at "
                             + "\(sequence + 1) after this node's newest")
-                    setRole(.failed(error))
+                    failAll(error)
                     return .failure(error)
                 }
-                state.withLock { Self.add(batch, sequence: ack.sequence, isIndexed: true, to: &$0) }
-                return .success(())
+                return .success((batch, ack.sequence))
             } catch {
                 if case .wrongLastSequence = error.code {
                     // Ours may have landed on an attempt whose acknowledgement was lost: the message at our
@@ -860,10 +934,12 @@ public final class ReplicatedLog: EventStore {
                         stream: configuration.stream, sequence: sequence + 1),
                         stored.payload == batch.bytes
                     {
-                        state.withLock { Self.add(batch, sequence: sequence + 1, isIndexed: true, to: &$0) }
-                        return .success(())
+                        return .success((batch, sequence + 1))
                     }
-                    let reason = "another writer appended to stream \(configuration.stream) after sequence \(sequence)"
+                    let current = error.currentSequence.map { " (it ends at sequence \($0))" } ?? ""
+                    let reason =
+                        "stream \(configuration.stream) did not end at sequence \(sequence) as this node's copy does"
+                        + "\(current): another node appended, or this node's copy is behind"
                     stepDown(because: reason)
                     return .failure(notWriterError(reason))
                 }
@@ -893,12 +969,12 @@ public final class ReplicatedLog: EventStore {
     }
 
     /// Stops taking appends: the waiting calls fail with `error`, and so does every later one.
-    private func failAll(_ error: EventLogError) {
+    func failAll(_ error: EventLogError) {
         let waiting = state.withLock { state -> [Call] in
             state.role = .failed(error)
             state.held = nil
             state.endTerm()
-            state.index.truncate(after: state.committed)
+            if !state.inFlight { state.index.truncate(after: state.committed) }
             defer { state.queue.removeAll() }
             return state.queue
         }

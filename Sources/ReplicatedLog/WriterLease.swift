@@ -113,7 +113,9 @@ extension ReplicatedLog {
     /// node's own (held before; the node stopped writing since), or it went unchanged for a lease's duration.
     func leaseIsFree() -> Bool {
         state.withLock { state in
-            guard state.held == nil, let firstRead = state.lease.firstRead else { return false }
+            // A batch of an earlier term still in flight must be answered before another term begins here.
+            guard state.held == nil, !state.inFlight, !state.followAfterFlight, let firstRead = state.lease.firstRead
+            else { return false }
             guard let record = state.lease.record, record.released != true else { return true }
             if record.node == configuration.node, record.incarnation == incarnation { return true }
             return ContinuousClock.now - firstRead >= configuration.leaseDuration
@@ -218,16 +220,27 @@ extension ReplicatedLog {
                     await renewLease()
                 } else {
                     // Every few rounds a follower checks that its copy is the committed stream (``Divergence``).
+                    // A leader that does not answer says nothing either way.
                     if round % 5 == 0, role == .follower {
                         do throws(EventLogError) {
                             try await checkHeadAgainstLeader()
-                        } catch {
-                            setRole(.failed(error))
+                        } catch  where error.code == .corruptBatch {
+                            failAll(error)
                             return
-                        }
+                        } catch {}
                     }
                     await readLease()
                     if state.withLock({ $0.campaigning }), role == .follower, leaseIsFree(), await takeLease() {
+                        // Stopping (``resign()``, ``close()``) may have begun while the lease was being taken.
+                        let dropped = state.withLock { state -> WriterLease.Holding? in
+                            guard !state.campaigning || state.role != .follower else { return nil }
+                            defer { state.held = nil }
+                            return state.held
+                        }
+                        if let dropped {
+                            await releaseLease(dropped)
+                            continue
+                        }
                         let takeover = Task { [self] in
                             do { try await takeOver() } catch {}
                         }
@@ -257,7 +270,13 @@ extension ReplicatedLog {
         let record = WriterLease.Record(
             node: configuration.node, incarnation: incarnation, term: held.term,
             address: configuration.advertisedAddress, released: true)
-        _ = await writeLease(record, after: held.sequence)
+        if await writeLease(record, after: held.sequence) != nil { return }
+        // A renewal may have landed after `held` was read: release the newest record if it is still this node's.
+        await readLease()
+        let newest = state.withLock { $0.lease }
+        guard let mine = newest.record, mine.incarnation == incarnation, mine.term == held.term, mine.released != true
+        else { return }
+        _ = await writeLease(record, after: newest.sequence)
     }
 
     public var replication: ReplicationStatus? {

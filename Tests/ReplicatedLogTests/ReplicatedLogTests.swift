@@ -200,6 +200,28 @@ import Testing
         writer.startCampaigning()
         try await writer.promote()
         _ = try await writer.append([StoreConformance.record(1)])
+        // Appends keep coming while the servers go, so batches are in flight when the lease runs out; each is
+        // sent again until it is acknowledged, as a client with an idempotency key would.
+        let acknowledged = PlainMutexBox<[(EventID, Position)]>([])
+        let senders = Task {
+            await withTaskGroup(of: Void.self) { group in
+                for sender in 0..<4 {
+                    group.addTask {
+                        for number in 0..<40 {
+                            let record = StoreConformance.record(10_000 + sender * 100 + number)
+                            for _ in 0..<1200 {
+                                if let result = try? await writer.append([record]) {
+                                    acknowledged.update { $0.append((record.id, result.positions[0])) }
+                                    break
+                                }
+                                try? await Task.sleep(for: .milliseconds(50))
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        #expect(await Self.eventually { acknowledged.value.count >= 20 })
         // The two other servers go: the one left cannot reach a majority, so the lease cannot be renewed.
         cluster.kill(server: 1)
         cluster.kill(server: 2)
@@ -216,9 +238,23 @@ import Testing
         try await cluster.restart(server: 2)
         // No one else wanted the lease: the node takes it back by itself, and writes.
         #expect(await Self.eventually(60) { writer.role == .writer }, "role: \(writer.role)")
+        await senders.value
+        #expect(acknowledged.value.count == 160, "every append was acknowledged once the servers were back")
         let result = try await writer.append([StoreConformance.record(3)])
-        #expect(result.positions == [Position(2)])
+        // Every acknowledged record is where it was said to be, once, in a log whose index matches its batches.
+        let reader = try await Self.open(cluster, stream: "CUTOFF", node: "reader", writes: false)
+        defer { try? reader.close() }
+        #expect(await Self.eventually { reader.head == result.positions[0] })
+        for (id, position) in acknowledged.value {
+            #expect(try reader.lookup(id: id)?.position == position)
+            #expect(try writer.lookup(id: id)?.position == position)
+        }
+        let positions = acknowledged.value.map(\.1)
+        #expect(Set(positions).count == positions.count, "a position was acknowledged twice")
+        #expect(try writer.read(from: .first, limit: 1000).count == Int(writer.head.rawValue))
+        #expect(writer.headDigest == reader.headDigest)
         #expect(try writer.verify().isOK)
+        #expect(try reader.verify().isOK)
     }
 
     @Test func aWriterThatClosesReleasesItsLeaseAndAnotherTakesOverAtOnce() async throws {

@@ -44,6 +44,9 @@ extension Engine {
         }
         task?.cancel()
         try load(.all)
+        // Calls of an earlier term are answered (failed) before the state they were sequenced on goes. They are
+        // waited for outside the sequencer too, so that commands refused meanwhile do not queue behind it.
+        while !pipeline.withLock({ $0.calls.isEmpty }) { usleep(200) }
         try sequencer.withLock { (speculative: inout ProjectionState) throws(ValidationError) in
             // Calls of an earlier term are answered (failed) before the state they were sequenced on goes.
             while !pipeline.withLock({ $0.calls.isEmpty }) { usleep(200) }
