@@ -127,8 +127,15 @@ public final class DurableSubscription: Sendable {
             guard await waitUntilActive() else { return }
             guard let start = await loadPosition() else { continue }
             var position = start
+            // What the store holds, and when it was written: a batch that sent nothing (other types, erased users)
+            // is saved at most once a second, or before waiting — rereading it after a crash sends nothing.
+            var saved = (position: start, at: ContinuousClock.now)
             while !Task.isCancelled, isActive {
                 if engine.position <= position {
+                    if saved.position != position {
+                        await save(position)
+                        saved = (position, .now)
+                    }
                     // Woken by a commit, a close, a cancellation; a role change is noticed within a second.
                     guard await waitForCommit(after: position, atMost: .seconds(1)) else { return }
                     continue
@@ -141,17 +148,21 @@ public final class DurableSubscription: Sendable {
                     try? await Task.sleep(for: options.retry.maximumDelay)
                     continue
                 }
+                let sent: Int
                 switch await deliver(batch, retries: &retries) {
-                case .delivered: break
+                case .delivered(let count): sent = count
                 case .cancelled: return
                 case .inactive: continue
                 }
                 position = batch.through
                 state.withLock { s in
                     s.position = position
-                    s.deliveries += batch.events.count
+                    s.deliveries += sent
                 }
-                await save(position)
+                if sent > 0 || ContinuousClock.now - saved.at >= .seconds(1) {
+                    await save(position)
+                    saved = (position, .now)
+                }
             }
         }
     }
@@ -252,8 +263,8 @@ public final class DurableSubscription: Sendable {
     }
 
     private enum Outcome {
-        /// The receiver acknowledged the batch (or nothing in it was left to send).
-        case delivered
+        /// The receiver acknowledged the batch's events that were left to send (this many; 0 when none was).
+        case delivered(Int)
         /// The task was cancelled.
         case cancelled
         /// This node stopped delivering (another writes the replicated log).
@@ -268,12 +279,12 @@ public final class DurableSubscription: Sendable {
             guard isActive else { return .inactive }
             do {
                 let events = try await withoutErasedUsers(batch.events)
-                if events.isEmpty { return .delivered }
+                if events.isEmpty { return .delivered(0) }
                 var attempt = batch
                 attempt.events = events
                 try await sink.deliver(attempt)
                 state.withLock { $0.lastError = nil }
-                return .delivered
+                return .delivered(events.count)
             } catch {
                 if Task.isCancelled { return .cancelled }
                 failures += 1

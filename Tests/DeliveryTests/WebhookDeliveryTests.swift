@@ -241,6 +241,7 @@ import Testing
         try await withEngine { engine, directory in
             try await Self.register(engine)
             try await Self.chat(engine, 6)
+            try await engine.register("cy", method: .email, email: "cy@example.com", name: "Cy")
             let head = engine.position
             let receiver = try await WebhookReceiver.start()
             defer { Task { try? await receiver.stop() } }
@@ -248,6 +249,11 @@ import Testing
                 subscription in
                 await receiver.wait { (try? Self.events($0).count) == 6 }
                 try await Self.eventually { subscription.status.position == head }
+                // The events after the last MessageSent sent nothing, and their position is stored all the same.
+                let file = directory + "/subscription.webhook"
+                try await Self.eventually {
+                    (try? String(contentsOfFile: file, encoding: .utf8)) == "parley-subscription 1 \(head.rawValue)\n"
+                }
             }
             let events = try Self.events(receiver.requests)
             #expect(events.allSatisfy { $0.type == "MessageSent" })
