@@ -18,15 +18,22 @@ public struct NATSClusterError: Error, CustomStringConvertible {
 ///
 /// Each server gets free ports, a config file and a store directory in one temporary directory, and writes
 /// its log (stderr) to `<name>.log` there. Three servers form a cluster (routes between them, names n1 n2 n3);
-/// ``start(servers:timeout:)`` returns once every server's JetStream answers, which in a cluster means a meta
-/// leader was elected. ``stop()`` ends every process (SIGTERM, then SIGKILL) and removes the directory; so
-/// does the deinitializer, with SIGKILL, if a test forgot. Prefer ``with(servers:timeout:_:)``.
+/// ``start(servers:routesThroughProxies:timeout:)`` returns once every server's JetStream answers, which in a cluster
+/// means a meta leader was elected. ``stop()`` ends every process (SIGTERM, then SIGKILL) and removes the
+/// directory; so does the deinitializer, with SIGKILL, if a test forgot. Prefer
+/// ``with(servers:routesThroughProxies:timeout:_:)``.
+///
+/// With `routesThroughProxies`, the servers' route connections pass through ``RouteProxies`` started here, and
+/// ``cut(server:silently:)-(Int,_)`` / ``heal()`` partition the cluster; clients still connect to each server
+/// directly.
 public final class NATSCluster: Sendable {
     /// One server's fixed facts.
     public struct Server: Sendable {
         public var name: String
         public var address: NATSServerAddress
         public var clusterPort: Int?
+        /// The HTTP monitoring port (`/jsz`, `/routez`…), for clusters started with `routesThroughProxies`.
+        public var monitorPort: Int?
         public var configFile: URL
         public var storeDirectory: URL
         public var logFile: URL
@@ -37,6 +44,8 @@ public final class NATSCluster: Sendable {
     /// The temporary directory that holds every server's config, store and log.
     public let directory: URL
     public let servers: [Server]
+    /// The proxies that carry the route connections, when the cluster was started with `routesThroughProxies`.
+    public let routeProxies: RouteProxies?
     private let processes: Mutex<[ServerProcess?]>
 
     /// The servers' client addresses, in order (n1, n2, n3).
@@ -50,24 +59,31 @@ public final class NATSCluster: Sendable {
     /// The servers' names, in order.
     public var names: [String] { servers.map(\.name) }
 
-    private init(executable: URL, directory: URL, servers: [Server]) {
+    private init(executable: URL, directory: URL, servers: [Server], routeProxies: RouteProxies? = nil) {
         self.executable = executable
         self.directory = directory
         self.servers = servers
+        self.routeProxies = routeProxies
         self.processes = Mutex(Array(repeating: nil, count: servers.count))
     }
 
     deinit {
         let running = processes.withLock { $0.compactMap { $0 } }
         for process in running { process.stop(signal: SIGKILL) }
+        routeProxies?.close()
         try? FileManager.default.removeItem(at: directory)
     }
 
-    /// Starts `servers` (1 or 3) servers and waits until JetStream answers on every one of them.
+    /// Starts `servers` (1 or 3) servers and waits until JetStream answers on every one of them. With
+    /// `routesThroughProxies` (3 servers), their routes pass through ``RouteProxies``, so that the test can
+    /// ``cut(server:silently:)-(Int,_)`` and ``heal()``.
     /// - Throws: ``NATSClusterError`` when `nats-server` is missing (install it with `.ci/setup`), a server
     ///   exits, or JetStream is not ready within `timeout`; the message holds the servers' logs.
-    public static func start(servers count: Int = 1, timeout: Duration = .seconds(30)) async throws -> NATSCluster {
+    public static func start(
+        servers count: Int = 1, routesThroughProxies: Bool = false, timeout: Duration = .seconds(30)
+    ) async throws -> NATSCluster {
         precondition(count == 1 || count == 3, "a test cluster has 1 or 3 servers")
+        precondition(!routesThroughProxies || count == 3, "route proxies need a cluster of 3")
         guard let executable = findExecutable("nats-server") else {
             Issue.record("nats-server is not on PATH: install it (apt-get install nats-server, or run .ci/setup)")
             throw NATSClusterError("nats-server is not on PATH")
@@ -75,7 +91,13 @@ public final class NATSCluster: Sendable {
         var lastError: (any Error)?
         // A port found free may be taken by another process before the server binds it: then start over.
         for _ in 0..<3 {
-            let cluster = try makeCluster(executable: executable, count: count)
+            let cluster: NATSCluster
+            do {
+                cluster = try makeCluster(executable: executable, count: count, proxied: routesThroughProxies)
+            } catch let error as NATSClusterError where error.message.contains("address already in use") {
+                lastError = error
+                continue
+            }
             do {
                 for index in cluster.servers.indices { try cluster.launch(index) }
                 try await cluster.waitUntilReady(timeout: timeout)
@@ -93,9 +115,10 @@ public final class NATSCluster: Sendable {
     /// Starts a cluster, runs `body` with it, and stops it however `body` ends. When `body` throws, the servers'
     /// logs are attached to the test as an issue.
     public static func with<Result>(
-        servers count: Int = 1, timeout: Duration = .seconds(30), _ body: (NATSCluster) async throws -> Result
+        servers count: Int = 1, routesThroughProxies: Bool = false, timeout: Duration = .seconds(30),
+        _ body: (NATSCluster) async throws -> Result
     ) async throws -> Result {
-        let cluster = try await start(servers: count, timeout: timeout)
+        let cluster = try await start(servers: count, routesThroughProxies: routesThroughProxies, timeout: timeout)
         do {
             let result = try await body(cluster)
             await cluster.stopOffThePool()
@@ -118,10 +141,24 @@ public final class NATSCluster: Sendable {
         }
     }
 
-    private static func makeCluster(executable: URL, count: Int) throws -> NATSCluster {
+    private static func makeCluster(executable: URL, count: Int, proxied: Bool = false) throws -> NATSCluster {
+        // Client ports, route ports, then (proxied) the proxies' and the monitoring ports.
+        let proxyPortCount = proxied ? RouteProxies.portCount(servers: count) : 0
+        let ports = try freePorts(count: (count == 1 ? 1 : 2 * count) + proxyPortCount + (proxied ? count : 0))
+        let monitorPorts = proxied ? Array(ports[(2 * count + proxyPortCount)...]) : []
+        let proxies =
+            proxied
+            ? try RouteProxies(
+                targets: Array(ports[count..<(2 * count)]),
+                ports: Array(ports[(2 * count)..<(2 * count + proxyPortCount)]))
+            : nil
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("parley-nats-\(UUID())")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let ports = try freePorts(count: count == 1 ? 1 : 2 * count)
+        do {
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        } catch {
+            proxies?.close()
+            throw error
+        }
         var servers: [Server] = []
         for index in 0..<count {
             let name = "n\(index + 1)"
@@ -129,11 +166,13 @@ public final class NATSCluster: Sendable {
                 Server(
                     name: name, address: NATSServerAddress(host: "127.0.0.1", port: ports[index]),
                     clusterPort: count == 1 ? nil : ports[count + index],
+                    monitorPort: proxied ? monitorPorts[index] : nil,
                     configFile: directory.appendingPathComponent("\(name).conf"),
                     storeDirectory: directory.appendingPathComponent(name),
                     logFile: directory.appendingPathComponent("\(name).log")))
         }
-        let cluster = NATSCluster(executable: executable, directory: directory, servers: servers)
+        let cluster = NATSCluster(
+            executable: executable, directory: directory, servers: servers, routeProxies: proxies)
         for server in servers {
             try FileManager.default.createDirectory(at: server.storeDirectory, withIntermediateDirectories: true)
             try cluster.config(for: server).write(to: server.configFile, atomically: true, encoding: .utf8)
@@ -146,7 +185,7 @@ public final class NATSCluster: Sendable {
         var text = """
             server_name: \(server.name)
             listen: 127.0.0.1:\(server.address.port)
-            max_payload: 1048576
+            max_payload: 1048576\(server.monitorPort.map { "\nhttp: 127.0.0.1:\($0)" } ?? "")
             jetstream {
               store_dir: "\(server.storeDirectory.path)"
               max_memory_store: 268435456
@@ -155,13 +194,20 @@ public final class NATSCluster: Sendable {
 
             """
         if let clusterPort = server.clusterPort {
-            let routes = servers.filter { $0.name != server.name }.compactMap(\.clusterPort)
-                .map { "\"nats-route://127.0.0.1:\($0)\"" }.joined(separator: ", ")
+            var routePorts = servers.filter { $0.name != server.name }.compactMap(\.clusterPort)
+            var advertise = ""
+            if let routeProxies, let from = index(named: server.name) {
+                // Each peer through the proxy from this server to it; and a refusing address advertised, so that
+                // no peer learns this server's own route port by gossip.
+                routePorts = servers.indices.filter { $0 != from }.compactMap { routeProxies.port(from: from, to: $0) }
+                advertise = "\n  advertise: \"127.0.0.1:\(routeProxies.advertisedPorts[from])\""
+            }
+            let routes = routePorts.map { "\"nats-route://127.0.0.1:\($0)\"" }.joined(separator: ", ")
             text += """
                 cluster {
                   name: parley-test
                   listen: 127.0.0.1:\(clusterPort)
-                  no_advertise: true
+                  no_advertise: true\(advertise)
                   routes: [\(routes)]
                 }
 
@@ -238,6 +284,74 @@ public final class NATSCluster: Sendable {
         throw NATSClusterError("stream \(stream) had no leader within \(timeout) (\(lastProblem))")
     }
 
+    // MARK: Partitions
+
+    /// Cuts server `index` off from the other servers: every route connection to or from it is dropped (or, with
+    /// `silently`, kept open but carrying nothing) and new ones are refused until ``heal()``. Clients stay
+    /// connected. Returns at once. Records an issue when the cluster was started without `routesThroughProxies`.
+    public func cut(server index: Int, silently: Bool = false) {
+        guard let routeProxies else {
+            Issue.record("cut(server:) needs a cluster started with routesThroughProxies: true")
+            return
+        }
+        routeProxies.cut(server: index, silently: silently)
+    }
+
+    /// Cuts the server named `name` off; see ``cut(server:silently:)-(Int,_)``.
+    public func cut(server name: String, silently: Bool = false) {
+        guard let index = index(named: name) else {
+            Issue.record("no server is named \(name) (the servers are \(names))")
+            return
+        }
+        cut(server: index, silently: silently)
+    }
+
+    /// Ends every cut: the servers' routes connect again (a nats-server retries its routes every second).
+    public func heal() {
+        routeProxies?.heal()
+    }
+
+    /// The body of server `index`'s monitoring page `path` (`/jsz?accounts=true&streams=true` shows the server's
+    /// own copy of each stream), fetched on a thread of its own; nil when the server has no monitoring port (it
+    /// is on for clusters started with `routesThroughProxies`) or does not answer within 5 s.
+    public func monitor(server index: Int, path: String) async -> String? {
+        guard let port = servers[index].monitorPort else { return nil }
+        return await withCheckedContinuation { (done: CheckedContinuation<String?, Never>) in
+            Thread { done.resume(returning: Self.httpGet(port: port, path: path)) }.start()
+        }
+    }
+
+    /// A blocking HTTP/1.0 GET of `path` on 127.0.0.1:`port`; the body, or nil.
+    private static func httpGet(port: Int, path: String) -> String? {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        _ = setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var address = RouteProxies.loopback(port: port)
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard connected == 0 else { return nil }
+        let request = Array("GET \(path) HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n".utf8)
+        guard request.withUnsafeBytes({ write(descriptor, $0.baseAddress, $0.count) }) == request.count else {
+            return nil
+        }
+        var response: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            if count <= 0 { break }
+            response.append(contentsOf: chunk[0..<count])
+        }
+        let text = String(decoding: response, as: UTF8.self)
+        guard let end = text.range(of: "\r\n\r\n") else { return nil }
+        return String(text[end.upperBound...])
+    }
+
     /// The index of the server named `name` (n1 → 0).
     public func index(named name: String) -> Int? {
         servers.firstIndex { $0.name == name }
@@ -257,6 +371,7 @@ public final class NATSCluster: Sendable {
         }
         for process in running { process.signal(SIGTERM) }
         for process in running { process.stop(signal: SIGTERM) }
+        routeProxies?.close()
         try? FileManager.default.removeItem(at: directory)
     }
 
@@ -351,7 +466,8 @@ public final class NATSCluster: Sendable {
     ///
     /// They are picked at random below the kernel's ephemeral range (`ip_local_port_range`), so that no outgoing
     /// connection (a client reconnecting, say) can take one while its server is down for a restart; each is
-    /// checked by binding it. Another process may still bind one before the server does: ``start(servers:timeout:)``
+    /// checked by binding it. Another process may still bind one before the server does:
+    /// ``start(servers:routesThroughProxies:timeout:)``
     /// then starts over with new ports.
     public static func freePorts(count: Int) throws -> [Int] {
         var descriptors: [Int32] = []
