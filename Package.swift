@@ -155,7 +155,7 @@ let package = Package(
         .testTarget(
             name: "DeliveryTests",
             dependencies: [
-                "Delivery", "Projections", "EventLog", "NATSClient", "ParleyTestSupport",
+                "Delivery", "Projections", "EventLog", "NATSClient", "ReplicatedLog", "ParleyTestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
