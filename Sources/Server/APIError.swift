@@ -66,7 +66,7 @@ public struct APIError: Error, HTTPResponseError, Sendable {
         let status: HTTPResponse.Status
         switch error.code {
         case .userNotFound, .roomNotFound, .messageNotFound, .activityNotFound, .feelingNotFound, .userErased,
-            .reportNotFound:
+            .reportNotFound, .deviceNotFound:
             status = .notFound
         case .duplicateID, .conflictingID, .directRoomExists, .alreadyMember, .alreadyResolved:
             status = .conflict

@@ -54,6 +54,10 @@ let sampleEvents: [DomainEvent] = [
             report: "p1", reporter: "u2", target: .message(room: "r1", message: "m1"), reason: "Spam, again")),
     .reportResolved(ReportResolved(report: "p1", moderator: "mod", action: .userSuspended, until: 1_795_690_800_000)),
     .suspensionLifted(SuspensionLifted(user: "u1", moderator: "mod")),
+    .deviceRegistered(DeviceRegistered(user: "u1", device: "d1", platform: .apns, appID: "app", token: "tok")),
+    .deviceRemoved(DeviceRemoved(user: "u1", device: "d1")),
+    .roomMuteSet(RoomMuteSet(room: "r1", user: "u2", muted: true)),
+    .pushSettingsChanged(PushSettingsChanged(user: "u1", hidesPreviews: true)),
 ]
 
 /// The bytes of every sample at schema version 1, as stored in logs written by the first release.
@@ -93,12 +97,16 @@ let version1Fixtures: [String: String] = [
     "ReportFiled": "0102703102753200027231026d310b5370616d2c20616761696e",
     "ReportResolved": "01027031036d6f640201808e99f8c268",
     "SuspensionLifted": "01027531036d6f64",
+    "DeviceRegistered": "01027531026431000361707003746f6b",
+    "DeviceRemoved": "01027531026431",
+    "RoomMuteSet": "0102723102753201",
+    "PushSettingsChanged": "0102753101",
 ]
 
 @Suite(.onTestThreads) struct CodecTests {
     @Test func everyEventTypeHasASample() {
         #expect(Set(sampleEvents.map(\.typeName)) == Set(DomainEvent.typeNames))
-        #expect(DomainEvent.typeNames.count == 31)
+        #expect(DomainEvent.typeNames.count == 35)
     }
 
     @Test func binaryFormRoundTrips() throws {
@@ -109,7 +117,7 @@ let version1Fixtures: [String: String] = [
     }
 
     @Test func storedVersion1BytesStillDecode() throws {
-        #expect(version1Fixtures.count == 31)
+        #expect(version1Fixtures.count == 35)
         for event in sampleEvents {
             let stored = try #require(version1Fixtures[event.typeName])
             #expect(try DomainEvent.decode(type: event.typeName, payload: bytes(hex: stored)) == event)

@@ -11,7 +11,8 @@ import Testing
         "FriendRequestCancelled", "Unfriended", "UserBlocked", "UserUnblocked", "RoomCreated", "MemberJoined",
         "MemberLeft", "MessageSent", "MessageEdited", "MessageDeleted", "MessagesRead", "ActivityHosted",
         "ActivityUpdated", "ActivityCancelled", "GuestsInvited", "InvitationRevoked", "RSVPGiven", "FeelingDefined",
-        "GratitudeTagged", "RoomHidden", "MemberAdded", "MemberRemoved",
+        "GratitudeTagged", "RoomHidden", "MemberAdded", "MemberRemoved", "UserErased", "ReportFiled",
+        "ReportResolved", "SuspensionLifted", "DeviceRegistered", "DeviceRemoved", "RoomMuteSet", "PushSettingsChanged",
     ]
 
     @Test func codesAreDenseUniqueAndTheirIndex() {
@@ -60,6 +61,7 @@ import Testing
             ("feelings", "system"), ("user:u1", "u1"),
             ("room:r1", "u2"), ("room:r1", "u1"), ("room:r1", "u1"),
             ("user:u3", "u3"), ("reports", "u2"), ("reports", "mod"), ("user:u1", "mod"),
+            ("user:u1", "u1"), ("user:u1", "u1"), ("room:r1", "u2"), ("user:u1", "u1"),
         ]
         #expect(expected.count == sampleEvents.count)
         for (event, expected) in zip(sampleEvents, expected) {

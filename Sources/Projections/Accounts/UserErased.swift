@@ -36,9 +36,10 @@ public struct UserErased: CatalogueEvent {
     }
 
     /// Forgets the user: their profile and directory entries, friendships and requests both ways, group and
-    /// activity rooms, invitations and RSVPs, the activities they host (cancelled), their gratitude, and what their
-    /// messages said (each keeps its place as a deleted message). Others' unread counts and room order stay as
-    /// they were; a direct room keeps the user as its other member, shown as a deleted user.
+    /// activity rooms, invitations and RSVPs, the activities they host (cancelled), their gratitude, their devices,
+    /// muted rooms and push settings, and what their messages said (each keeps its place as a deleted message).
+    /// Others' unread counts and room order stay as they were; a direct room keeps the user as its other member,
+    /// shown as a deleted user.
     func apply(to state: inout ProjectionState, position: UInt64, time: Int64) {
         let u = state.user(user)
         state.accounts.erase(u)
@@ -67,6 +68,7 @@ public struct UserErased: CatalogueEvent {
         }
         state.gratitude.erase(u)
         state.moderation.suspendedUntil[u] = nil
+        state.push.erase(u)
         for index in state.moderation.reports.indices where state.moderation.reports[index].reporter == u {
             state.moderation.reports[index].reason = ""
         }

@@ -9,7 +9,8 @@ public struct ProjectionSections: OptionSet, Sendable, Hashable {
     public let rawValue: UInt8
     public init(rawValue: UInt8) { self.rawValue = rawValue }
 
-    /// Accounts and profiles: who registered, how, and with which phone and e-mail.
+    /// Accounts and profiles: who registered, how, and with which phone and e-mail; reports and suspensions;
+    /// devices, muted rooms and push settings.
     public static let accounts = ProjectionSections(rawValue: 1 << 0)
     /// Friends, requests and blocks.
     public static let graph = ProjectionSections(rawValue: 1 << 1)
@@ -92,6 +93,7 @@ extension ProjectionState {
             case .accounts:
                 accounts.write(to: &writer, keys: keys, ids: users)
                 moderation.write(to: &writer, keys: keys, ids: users)
+                push.write(to: &writer, keys: keys, ids: users)
             case .graph: graph.write(to: &writer)
             case .chat:
                 chat.write(
@@ -120,6 +122,7 @@ extension ProjectionState {
         case .accounts:
             accounts = try AccountsProjection(reading: &reader, keys: keys, ids: users)
             moderation = try ModerationProjection(reading: &reader, keys: keys, ids: users)
+            push = try PushProjection(reading: &reader, keys: keys, ids: users)
         case .graph: graph = try GraphProjection(reading: &reader)
         case .chat: chat = try ChatProjection(reading: &reader, userCount: users.count, keys: keys, ids: users)
         case .activities:
@@ -153,6 +156,7 @@ extension ProjectionState {
             case .accounts:
                 accounts = other.accounts
                 moderation = other.moderation
+                push = other.push
             case .graph: graph = other.graph
             case .chat:
                 rooms = other.rooms

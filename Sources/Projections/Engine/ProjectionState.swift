@@ -19,6 +19,7 @@ struct ProjectionState {
     var gratitude = GratitudeProjection()
     var audit = AuditProjection()
     var moderation = ModerationProjection()
+    var push = PushProjection()
     /// Per user, their index among the audit's actors, or -1 until the fold has seen them act (a cache,
     /// not state: left out of snapshots and digests). A message's actor is nearly always its sender, so
     /// the fold finds the actor here, by the sender's index, instead of looking the actor's id up again.
@@ -131,7 +132,7 @@ struct ProjectionState {
 
 extension ProjectionState {
     /// The version of the snapshot encoding; a snapshot of any other version is ignored.
-    static let snapshotFormatVersion: UInt32 = 7
+    static let snapshotFormatVersion: UInt32 = 8
 
     /// The canonical serialisation of the whole state (deterministic: sets and dictionaries sorted): the
     /// ``SnapshotPart``s in order.

@@ -38,6 +38,10 @@ public enum DomainEvent: Sendable, Hashable {
     case reportFiled(ReportFiled)
     case reportResolved(ReportResolved)
     case suspensionLifted(SuspensionLifted)
+    case deviceRegistered(DeviceRegistered)
+    case deviceRemoved(DeviceRemoved)
+    case roomMuteSet(RoomMuteSet)
+    case pushSettingsChanged(PushSettingsChanged)
 
     /// The payload: the one switch over the cases; everything else asks the payload or its type.
     var payload: any CatalogueEvent {
@@ -74,6 +78,10 @@ public enum DomainEvent: Sendable, Hashable {
             case .reportFiled(let e): e
             case .reportResolved(let e): e
             case .suspensionLifted(let e): e
+            case .deviceRegistered(let e): e
+            case .deviceRemoved(let e): e
+            case .roomMuteSet(let e): e
+            case .pushSettingsChanged(let e): e
             }
         // A type left out of the registry would fold live but be skipped on replay: tests run with assertions.
         assert(Self.isRegistered(type(of: payload)), "\(type(of: payload)) is not in DomainEvent.eventTypes")
@@ -124,6 +132,10 @@ extension DomainEvent {
         ReportFiled.self,
         ReportResolved.self,
         SuspensionLifted.self,
+        DeviceRegistered.self,
+        DeviceRemoved.self,
+        RoomMuteSet.self,
+        PushSettingsChanged.self,
     ]
 
     /// The event types by name (the log and JSON name a record's type).

@@ -136,3 +136,9 @@ extension ActivityUpdated: PersonalEvent {
         place = nil
     }
 }
+
+extension DeviceRegistered: PersonalEvent {
+    func writePersonal(to writer: inout ByteWriter) { writer.string(token) }
+    mutating func readPersonal(from reader: inout ByteReader) throws(ByteReaderError) { token = try reader.string() }
+    mutating func blankPersonal() { token = "" }
+}

@@ -143,6 +143,7 @@ extension DomainEvent {
         case .activityHosted(let e): e
         case .activityUpdated(let e): e
         case .reportFiled(let e): e
+        case .deviceRegistered(let e): e
         default: nil
         }
     }
@@ -160,6 +161,7 @@ extension DomainEvent {
         case .activityHosted(let e): e.sealed != nil
         case .activityUpdated(let e): e.sealed != nil
         case .reportFiled(let e): e.sealed != nil
+        case .deviceRegistered(let e): e.sealed != nil
         default: false
         }
     }
@@ -174,6 +176,7 @@ extension DomainEvent {
         case .activityHosted(let e): .activityHosted(e.openedForFold(in: state))
         case .activityUpdated(let e): .activityUpdated(e.openedForFold(in: state))
         case .reportFiled(let e): .reportFiled(e.openedForFold(in: state))
+        case .deviceRegistered(let e): .deviceRegistered(e.openedForFold(in: state))
         default: self
         }
     }

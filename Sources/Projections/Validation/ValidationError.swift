@@ -56,6 +56,12 @@ public struct ValidationError: Error, Sendable, Hashable, CustomStringConvertibl
         /// A suspended user's command.
         public static let suspended = Code("suspended")
 
+        // Push
+        /// A device id the user has not registered (or removed already).
+        public static let deviceNotFound = Code("deviceNotFound")
+        /// A push token that is empty, too long, or holds control characters.
+        public static let invalidToken = Code("invalidToken")
+
         // Graph
         /// A friend request (or block) aimed at oneself.
         public static let selfRelationship = Code("selfRelationship")
