@@ -13,7 +13,7 @@ import Testing
 
 /// Replicated Parley under failure: three `nats-server`s, two `parley serve` nodes on one stream, 256 HTTP
 /// senders, and SIGKILLs of the stream's leader and of the Parley writer in the middle of the traffic.
-@Suite(.serialized, .timeLimit(.minutes(6)), .onTestThreads) struct ReplicationChaosTests {
+@Suite(.serialized, .timeLimit(.minutes(8)), .onTestThreads) struct ReplicationChaosTests {
     /// One sender's view of the cluster: which node it believes writes.
     final class Senders: @unchecked Sendable {
         let lock = NSLock()
@@ -67,19 +67,7 @@ import Testing
 
         // 256 users in 16 rooms of 16, made through the writer.
         let senderCount = 256
-        let setup = try HTTPWire(port: ports[0])
-        for user in 0..<senderCount {
-            let answer = try await ShutdownTests.post(
-                setup, "/v1/users", user: "u\(user)", json: #"{"method":"email","email":"u\#(user)@example.com"}"#)
-            #expect(answer.status == 201)
-        }
-        for room in 0..<16 {
-            let members = (1..<16).map { "\"u\(room * 16 + $0)\"" }.joined(separator: ",")
-            let answer = try await ShutdownTests.post(
-                setup, "/v1/rooms", user: "u\(room * 16)",
-                json: #"{"room":"r\#(room)","name":"R","members":[\#(members)]}"#)
-            #expect(answer.status == 201)
-        }
+        try await Self.populate(port: ports[0], users: senderCount)
 
         let senders = Senders()
         let traffic = Task {
@@ -160,6 +148,96 @@ import Testing
                 + "refusals by status \(senders.lock.withLock { senders.refusals })")
         for node in nodes { node?.identity.signal(SIGTERM) }
         for node in nodes { _ = try await node?.waitForExit(within: .seconds(20)) }
+    }
+
+    @Test func aPausedWriterAndAWriterCutOffFromTheMajorityLoseNothingAndNoOtherNodeAnswersFromItsCopy() async throws {
+        let cluster = try await NATSCluster.start(servers: 3, routesThroughProxies: true)
+        defer { cluster.stop() }
+        let ports = try NATSCluster.freePorts(count: 2)
+        // node0 reaches the servers through n1 only, node1 through n2 and n3: cutting n1 off cuts node0 off from
+        // the majority.
+        let stores = [
+            cluster.addresses[0].description, cluster.addresses[1...].map(\.description).joined(separator: ","),
+        ]
+        var nodes = [try await Self.node("node0", port: ports[0], store: stores[0])]
+        #expect(await Self.waitFor(.seconds(20)) { await Self.writes(port: ports[0]) } != nil, "node0 never wrote")
+        nodes.append(try await Self.node("node1", port: ports[1], store: stores[1]))
+        let senderCount = 64
+        try await Self.populate(port: ports[0], users: senderCount)
+        let senders = Senders()
+        let traffic = Task {
+            await withTaskGroup(of: Void.self) { group in
+                for sender in 0..<senderCount {
+                    group.addTask { await Self.send(as: sender, ports: ports, into: senders) }
+                }
+            }
+        }
+        func moveOn() async {
+            let before = senders.count
+            _ = await Self.waitFor(.seconds(30)) { senders.count >= before + 200 }
+        }
+        await moveOn()
+        // 1. The writer (node0) is cut off from the servers' majority for 15 s: it stops taking commands, node1
+        //    takes over, and once the network heals node0 follows.
+        cluster.cut(server: 0)
+        #expect(await Self.waitFor(.seconds(30)) { await Self.writes(port: ports[1]) } != nil, "node1 took no lease")
+        try await Task.sleep(for: .seconds(15))
+        cluster.heal()
+        await moveOn()
+        // 2. The writer (node1) is paused for 10 s: node0 takes over; node1, woken, must not answer from its copy.
+        #expect(await Self.writes(port: ports[1]))
+        nodes[1].identity.signal(SIGSTOP)
+        #expect(await Self.waitFor(.seconds(30)) { await Self.writes(port: ports[0]) } != nil, "node0 took no lease")
+        try await Task.sleep(for: .seconds(10))
+        nodes[1].identity.signal(SIGCONT)
+        await moveOn()
+        senders.lock.withLock { senders.stop = true }
+        await traffic.value
+
+        // Every answer was an acknowledgement or a 503 naming the writer: no node judged a command on a copy the
+        // writer had moved past (every command sent is valid, so any other answer is wrong).
+        let refusals = senders.lock.withLock { senders.refusals }
+        #expect(refusals.keys.allSatisfy { $0 == 503 }, "answers other than 201 and 503: \(refusals)")
+        var final: [[String: Any]] = []
+        let converged = await Self.waitFor(.seconds(30)) {
+            final = []
+            for port in ports { if let stats = await Self.stats(port: port, digest: true) { final.append(stats) } }
+            return final.count == 2 && final[0]["head"] as? Int == final[1]["head"] as? Int
+                && final[0]["headDigest"] as? String == final[1]["headDigest"] as? String
+                && final[0]["stateDigest"] as? String == final[1]["stateDigest"] as? String
+        }
+        #expect(converged != nil, "the nodes did not converge: \(final)")
+        let writers = final.compactMap { ($0["replication"] as? [String: Any])?["role"] as? String }
+        #expect(writers.filter { $0 == "writer" }.count == 1, "roles: \(writers)")
+        let log = try await ReplicatedLog.open(
+            ReplicatedLog.Configuration(servers: cluster.addresses, stream: "CHAOS", node: "auditor"))
+        let engine = try Engine(store: log)
+        defer { try? engine.close() }
+        let acknowledged = senders.lock.withLock { senders.acknowledged }
+        let missing = acknowledged.filter { engine.message(MessageID($0.id), in: RoomID($0.room)) == nil }
+        #expect(missing.isEmpty, "\(missing.count) acknowledged messages missing, first \(missing.prefix(3))")
+        #expect(try log.verify().isOK)
+        if final.count == 2 { #expect(final[0]["headDigest"] as? String == log.headDigest) }
+        print("pause and partition: \(acknowledged.count) acknowledged, 0 lost; answers refused \(refusals)")
+        for node in nodes { node.identity.signal(SIGTERM) }
+        for node in nodes { _ = try await node.waitForExit(within: .seconds(20)) }
+    }
+
+    /// `users` users (u0, u1, …) in rooms of 16 (r0, r1, …), made through the writer on `port`.
+    static func populate(port: Int, users: Int) async throws {
+        let setup = try HTTPWire(port: port)
+        for user in 0..<users {
+            let answer = try await ShutdownTests.post(
+                setup, "/v1/users", user: "u\(user)", json: #"{"method":"email","email":"u\#(user)@example.com"}"#)
+            #expect(answer.status == 201)
+        }
+        for room in 0..<(users / 16) {
+            let members = (1..<16).map { "\"u\(room * 16 + $0)\"" }.joined(separator: ",")
+            let answer = try await ShutdownTests.post(
+                setup, "/v1/rooms", user: "u\(room * 16)",
+                json: #"{"room":"r\#(room)","name":"R","members":[\#(members)]}"#)
+            #expect(answer.status == 201)
+        }
     }
 
     /// Sends messages as user `sender` until told to stop: each message by its own id, retried with that id
