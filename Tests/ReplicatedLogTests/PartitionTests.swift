@@ -11,7 +11,8 @@ import Testing
 /// An audit once saw a node that had been cut off refuse the stream after a restart ("chain digest does not follow
 /// the previous batch"). These rounds look for that: a reader through each server must open and verify, hold
 /// every acknowledged record at its position, and what an ordered consumer (placed by the servers on any replica)
-/// delivers must be, sequence by sequence, what the stream's leader answers (`STREAM.MSG.GET`).
+/// delivers must be, sequence by sequence, what the stream's leader answers (`STREAM.MSG.GET`). The first are the
+/// log's to keep; the second are nats-server's (2.9.10 fails them: a known issue).
 ///
 /// `PARLEY_PARTITION_ROUNDS` (10 by default) rounds run, each on a fresh cluster; no round starts after
 /// `PARLEY_PARTITION_MINUTES` (12 by default). Each round prints what it saw (`partition round …`), and for a
@@ -25,27 +26,28 @@ import Testing
         var position: Position
     }
 
-    /// What one round saw; `findings` are the problems (a fork, a divergent read, a lost append).
+    /// What one round saw. `logProblems` are what a node of the log gets wrong (a reader that refuses the stream,
+    /// hangs, or lacks an acknowledged record; a position acknowledged twice); `replicaProblems` are the servers'
+    /// (a replica whose copy differs from the leader's, a consumer placed there that delivers it or stops).
     struct Round: Sendable {
         var number: Int
         var lines: [String] = []
-        var findings: [String] = []
-        var stalls: [String] = []
+        var logProblems: [String] = []
+        var replicaProblems: [String] = []
 
         mutating func say(_ line: String) {
             lines.append(line)
             print("partition round \(number): \(line)")
         }
 
-        mutating func found(_ finding: String) {
-            findings.append(finding)
-            say("FOUND " + finding)
+        mutating func logProblem(_ problem: String) {
+            logProblems.append(problem)
+            say("LOG PROBLEM " + problem)
         }
 
-        /// Something that did not finish in time: no fork, but worth the servers' logs.
-        mutating func stall(_ stall: String) {
-            stalls.append(stall)
-            say("STALL " + stall)
+        mutating func replicaProblem(_ problem: String) {
+            replicaProblems.append(problem)
+            say("REPLICA PROBLEM " + problem)
         }
     }
 
@@ -67,25 +69,26 @@ import Testing
             }
             rounds.append(round)
         }
-        let findings = rounds.flatMap { round in round.findings.map { "round \(round.number): \($0)" } }
+        let logProblems = rounds.flatMap { round in round.logProblems.map { "round \(round.number): \($0)" } }
+        let replicaProblems = rounds.flatMap { round in
+            round.replicaProblems.map { "round \(round.number): \($0)" }
+        }
         print(
-            "partition: \(rounds.count) rounds, \(rounds.filter { !$0.findings.isEmpty }.count) with findings, "
-                + "\(findings.count) findings; \(rounds.filter { !$0.stalls.isEmpty }.count) with stalls, "
-                + "\(rounds.reduce(0) { $0 + $1.stalls.count }) stalls")
-        let stalls = rounds.flatMap { round in round.stalls.map { "round \(round.number): \($0)" } }
+            "partition: \(rounds.count) rounds; \(rounds.filter { !$0.logProblems.isEmpty }.count) with log "
+                + "problems (\(logProblems.count)); \(rounds.filter { !$0.replicaProblems.isEmpty }.count) with replica "
+                + "problems (\(replicaProblems.count))")
         #expect(rounds.count >= 1)
+        #expect(logProblems.isEmpty, "\(logProblems.joined(separator: "\n"))")
         withKnownIssue(
             """
             nats-server 2.9.10: the server that led the stream in the minority stores, after the heal, the batch \
-            it had proposed there and that was never committed, at the sequence where the committed stream has \
-            another batch, and applies nothing after it while the leader reports it current; an ordered consumer \
-            placed on it delivers that batch and then nothing, and a reader that moves to another replica finds \
-            the next message's chain digest does not follow
+            it had proposed there alone and that was never committed, at the sequence where the committed stream \
+            has another batch (or past the stream's end), while the leader reports it current; it then applies \
+            nothing more, or catches up around that batch; ordered consumers placed on it deliver that batch
             """,
             isIntermittent: true
         ) {
-            #expect(findings.isEmpty, "\(findings.joined(separator: "\n"))")
-            #expect(stalls.isEmpty, "\(stalls.joined(separator: "\n"))")
+            #expect(replicaProblems.isEmpty, "\(replicaProblems.joined(separator: "\n"))")
         }
     }
 
@@ -218,7 +221,8 @@ import Testing
         // No position acknowledged to two records.
         let byPosition = Dictionary(grouping: acknowledged.value, by: \.position)
         for (position, records) in byPosition where Set(records.map(\.id)).count > 1 {
-            round.found("position \(position.rawValue) acknowledged to \(records.map(\.node)) with different records")
+            round.logProblem(
+                "position \(position.rawValue) acknowledged to \(records.map(\.node)) with different records")
         }
 
         // Once every replica is current: a reader and a consumer through each server.
@@ -234,7 +238,7 @@ import Testing
         // The leader calls every replica current: each copy must end where the stream does.
         if settled, let last = info?.state.lastSequence {
             for (server, copyLast) in copies.lastSequences.sorted(by: { $0.key < $1.key }) where copyLast != last {
-                round.found(
+                round.replicaProblem(
                     "\(server), which the leader calls current, holds a copy ending at sequence \(copyLast), the "
                         + "stream at \(last)")
             }
@@ -246,7 +250,7 @@ import Testing
             await compareConsumer(cluster, server: server, stream: stream, label: "settled", round: &round)
         }
 
-        if !round.findings.isEmpty || !round.stalls.isEmpty {
+        if !round.logProblems.isEmpty || !round.replicaProblems.isEmpty {
             for server in cluster.servers.indices {
                 let text = cluster.log(server: server)
                 let since = String(decoding: text.utf8.dropFirst(logOffsets[server]), as: UTF8.self)
@@ -358,12 +362,15 @@ import Testing
         }
         switch outcome {
         case nil:
-            round.stall("\(label) reader through \(name): did not open within 30 s")
+            round.logProblem("\(label) reader through \(name): did not open within 30 s")
         case .failure(let error)?:
             if let error = error as? EventLogError, error.code == .corruptBatch {
-                round.found("\(label) reader through \(name) refused the stream: \(error.message)")
-            } else {
+                round.logProblem("\(label) reader through \(name) refused the stream: \(error.message)")
+            } else if label == "early" {
+                // Right after the heal the servers may still be electing: only a settled cluster must answer.
                 round.say("\(label) reader through \(name) did not open: \(error)")
+            } else {
+                round.logProblem("\(label) reader through \(name) did not open: \(error)")
             }
         case .success(let reader)?:
             defer { try? reader.close() }
@@ -373,7 +380,7 @@ import Testing
                     "\(label) reader through \(name): head \(reader.head.rawValue), sequence \(reader.sequence), "
                     + "digest \(reader.headDigest.prefix(16)), verify \(report.isOK ? "ok" : "\(report.problems)")"
                 if !report.isOK {
-                    round.found("\(label) reader through \(name) does not verify: \(report.problems)")
+                    round.logProblem("\(label) reader through \(name) does not verify: \(report.problems)")
                 }
                 var missing: [Acknowledged] = []
                 for record in acknowledged {
@@ -384,12 +391,12 @@ import Testing
                 // Right after the heal a reader may lag (its server answered for a stream it no longer leads):
                 // only a settled reader must hold everything.
                 if !missing.isEmpty && label != "early" {
-                    round.found(
+                    round.logProblem(
                         "\(label) reader through \(name) lacks \(missing.count) acknowledged records, first "
                             + "\(missing.prefix(3).map { "\($0.node)@\($0.position.rawValue)" })")
                 }
             } catch {
-                round.found("\(label) reader through \(name) failed to read: \(error)")
+                round.logProblem("\(label) reader through \(name) failed to read: \(error)")
             }
         }
     }
@@ -442,13 +449,13 @@ import Testing
         switch delivered {
         case .success?: break
         case .failure(let error)?:
-            round.stall("\(label) consumer through \(name) (on \(placed)): failed: \(error)")
+            round.replicaProblem("\(label) consumer through \(name) (on \(placed)): failed: \(error)")
         case nil:
             var details: [String] = []
             for consumer in placement.value.keys.sorted() {
                 details.append(await consumerSummary(jetStream, stream: stream, consumer: consumer))
             }
-            round.stall(
+            round.replicaProblem(
                 "\(label) consumer through \(name) (on \(placed)): \(messages.count) of \(last) messages within "
                     + "15 s, up to sequence \(messages.keys.max() ?? 0); consumers \(details); copies "
                     + (await replicaStates(cluster, stream: stream)))
@@ -472,7 +479,7 @@ import Testing
                 + "\(messages.count) of \(last); \(mismatches.count) differ from the leader's copy"
                 + (unread.isEmpty ? "" : "; leader did not answer for \(unread.count) sequences"))
         if !mismatches.isEmpty {
-            round.found(
+            round.replicaProblem(
                 "\(label) consumer through \(name) on \(placed) delivered messages the leader holds otherwise: "
                     + mismatches.prefix(10).joined(separator: "; "))
             round.say(
