@@ -374,7 +374,7 @@ public final class ReplicatedLog: EventStore {
     }
 
     /// The stream's newest sequence, as its leader says.
-    private func streamLastSequence() async throws(EventLogError) -> UInt64 {
+    func streamLastSequence() async throws(EventLogError) -> UInt64 {
         do {
             guard let info = try await jetStream.streamInfo(configuration.stream) else {
                 throw EventLogError(.notFound, "stream \(configuration.stream) is gone from the servers")
@@ -424,11 +424,27 @@ public final class ReplicatedLog: EventStore {
             throw Self.storeError(error, doing: "reading stream \(configuration.stream)")
         } catch {}
         guard sequence >= last else {
+            // A replica that diverged may have served a message never committed and then nothing more.
+            try await checkHeadAgainstLeader()
             throw EventLogError(
                 .unavailable,
                 "stream \(configuration.stream) was read to sequence \(sequence) of \(last) before the time limit: the "
                     + "server serving it lags behind the stream's leader, or the servers stopped answering")
         }
+    }
+
+    /// Starts following again through a new consumer: the one in use delivers nothing while the stream grows (it
+    /// may be placed on a replica that stopped applying).
+    func restartFollowing() async {
+        let task = state.withLock { state -> Task<Void, Never>? in
+            guard state.role == .follower else { return nil }
+            defer { state.follower = nil }
+            return state.follower
+        }
+        guard let task else { return }
+        task.cancel()
+        await task.value
+        if state.withLock({ $0.role == .follower && $0.follower == nil }) { startFollowing() }
     }
 
     /// Reads every message up to the stream's newest one by asking the stream leader for each (slower than a

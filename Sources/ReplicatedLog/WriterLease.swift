@@ -210,6 +210,7 @@ extension ReplicatedLog {
     func keepLease() {
         let keeper = Task { [self] in
             var round = 0
+            var heldAtLastCheck: UInt64 = 0
             while !Task.isCancelled {
                 switch role {
                 case .closed, .failed: return
@@ -228,6 +229,12 @@ extension ReplicatedLog {
                             failAll(error)
                             return
                         } catch {}
+                        // A follower that made no progress while the stream grew reads through a new consumer.
+                        let held = sequence
+                        if held == heldAtLastCheck, let last = try? await streamLastSequence(), held < last {
+                            await restartFollowing()
+                        }
+                        heldAtLastCheck = held
                     }
                     await readLease()
                     if state.withLock({ $0.campaigning }), role == .follower, leaseIsFree(), await takeLease() {
