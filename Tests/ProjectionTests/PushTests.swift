@@ -73,6 +73,22 @@ import Testing
         }
     }
 
+    @Test func aMessageIsJudgedByTheMuteAtItsPosition() async throws {
+        try await withWorld { e in
+            try await e.registerDevice("phone", of: "ben", platform: .apns, appID: "app", token: "b1")
+            let start = e.position
+            try await e.setMuted(true, room: "g1", user: "ben")
+            try await e.setMuted(true, room: "g1", user: "ben")
+            try await e.sendMessage(in: "g1", from: "ann", body: "while muted")
+            try await e.setMuted(false, room: "g1", user: "ben")
+            try await e.sendMessage(in: "g1", from: "ann", body: "after")
+            // Worked out after the unmute: the first was sent while the room was muted, and stays unnotified.
+            let notified = try Self.notified(e, after: start)
+            // The badge counts every unread message, those of a muted room too (and m1 in d1).
+            #expect(notified == ["ben/phone:message:Ann:after:3"])
+        }
+    }
+
     @Test func devicesMutesAndSettingsSurviveReplayAndSnapshots() async throws {
         try await withEngine { e, directory in
             try await e.register("ann", method: .google, name: "Ann")

@@ -69,10 +69,11 @@ extension Engine {
     /// the order of the events.
     ///
     /// They are worked out from the state as it is when this is called — the log's durable head, at or after the
-    /// events — not as it was at each event's position: the engine keeps only the newest state. So the badge is the
-    /// recipient's total unread count when the notification is made (later messages counted, later reads not);
-    /// the members, mutes, devices and previews setting are the current ones; and an event retried after a failure
-    /// is worked out again. A recipient erased since gets nothing (their devices are gone with them).
+    /// events — not as it was at each event's position: the engine keeps only the newest state (what a mute was at a
+    /// position is the one exception: mutes keep their history). So the badge is the recipient's total unread count
+    /// when the notification is made (later messages counted, later reads too); the members (a member who has read
+    /// past the message since gets nothing), devices and previews setting are the current ones; and an event
+    /// retried after a failure is worked out again. A recipient erased since gets nothing (their devices are gone with them).
     /// - Throws: ``ValidationError/Code/storage`` when a snapshot section it reads cannot be read.
     public func pushNotifications(for events: [EventEnvelope]) throws(ValidationError) -> [PushNotification] {
         try query(needs: Self.chatSections) { s in events.flatMap { s.pushNotifications(for: $0) } }

@@ -16,8 +16,9 @@ struct DeviceRecord: Equatable {
 struct PushProjection: Equatable {
     /// user index → device id → device.
     var devices: [Int32: [String: DeviceRecord]] = [:]
-    /// user index → the rooms they muted.
-    var muted: [Int32: Set<Int32>] = [:]
+    /// user index → room → the positions at which the user muted or unmuted it, in order (muted now when their
+    /// count is odd): a message is judged by whether its room was muted at its own position.
+    var muteChanges: [Int32: [Int32: [UInt64]]] = [:]
     /// The users whose notifications leave the body out.
     var hidesPreviews: Set<Int32> = []
 
@@ -26,12 +27,21 @@ struct PushProjection: Equatable {
     /// Forgets `user`'s devices, mutes and settings.
     mutating func erase(_ user: Int32) {
         devices[user] = nil
-        muted[user] = nil
+        muteChanges[user] = nil
         hidesPreviews.remove(user)
     }
 
-    /// Whether `user` muted `room`.
-    func isMuted(_ room: Int32, by user: Int32) -> Bool { muted[user]?.contains(room) ?? false }
+    /// Whether `user` had `room` muted at `position` (now, by default).
+    func isMuted(_ room: Int32, by user: Int32, at position: UInt64 = .max) -> Bool {
+        guard let changes = muteChanges[user]?[room] else { return false }
+        return changes.prefix { $0 <= position }.count % 2 == 1
+    }
+
+    /// Records that `user` muted (`muted`) or unmuted `room` at `position`; nothing when it already was.
+    mutating func set(muted: Bool, room: Int32, by user: Int32, at position: UInt64) {
+        guard isMuted(room, by: user) != muted else { return }
+        muteChanges[user, default: [:]][room, default: []].append(position)
+    }
 
     /// Writes the section; each token through ``ByteWriter/personal(_:owner:_:)`` under its owner's key.
     func write(to writer: inout ByteWriter, keys: PersonalKeys?, ids: Interner) {
@@ -49,12 +59,16 @@ struct PushProjection: Equatable {
                 writer.signed(record.registeredAt)
             }
         }
-        let mutes = muted.filter { !$0.value.isEmpty }.sorted { $0.key < $1.key }
+        let mutes = muteChanges.filter { !$0.value.isEmpty }.sorted { $0.key < $1.key }
         writer.count(mutes.count)
         for (user, rooms) in mutes {
             writer.signed(Int64(user))
             writer.count(rooms.count)
-            for room in rooms.sorted() { writer.signed(Int64(room)) }
+            for (room, changes) in rooms.sorted(by: { $0.key < $1.key }) {
+                writer.signed(Int64(room))
+                writer.count(changes.count)
+                for position in changes { writer.varint(position) }
+            }
         }
         writer.count(hidesPreviews.count)
         for user in hidesPreviews.sorted() { writer.signed(Int64(user)) }
@@ -84,9 +98,14 @@ struct PushProjection: Equatable {
         }
         for _ in 0..<(try reader.count()) {
             let owner = try user(&reader)
-            var rooms = Set<Int32>()
-            for _ in 0..<(try reader.count()) { rooms.insert(try reader.int32()) }
-            muted[owner] = rooms
+            var rooms: [Int32: [UInt64]] = [:]
+            for _ in 0..<(try reader.count()) {
+                let room = try reader.int32()
+                var changes: [UInt64] = []
+                for _ in 0..<(try reader.count()) { changes.append(try reader.varint()) }
+                rooms[room] = changes
+            }
+            muteChanges[owner] = rooms
         }
         for _ in 0..<(try reader.count()) { hidesPreviews.insert(try user(&reader)) }
     }

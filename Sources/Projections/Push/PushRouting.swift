@@ -4,8 +4,8 @@ import EventLog
 extension ProjectionState {
     /// The notifications `envelope` (read from the log, its personal fields opened) makes, device by device.
     ///
-    /// A message notifies every other member of its room who has not muted it, does not have its sender blocked,
-    /// and has not read past it; a friend request its recipient; an invitation each guest; an answer the activity's
+    /// A message notifies every other member of its room who had not muted it at its position, does not have its
+    /// sender blocked, and has not read past it; a friend request its recipient; an invitation each guest; an answer the activity's
     /// host. Never the actor, never an erased user, never a user without devices.
     func pushNotifications(for envelope: EventEnvelope) -> [PushNotification] {
         guard let id = envelope.id, let position = envelope.position?.rawValue else { return [] }
@@ -36,7 +36,7 @@ extension ProjectionState {
             guard let r = rooms.index(of: e.room.rawValue), let s = users.index(of: e.sender.rawValue) else { break }
             let body = e.body.flatMap { $0.isEmpty ? nil : $0 } ?? "[\(e.kind.rawValue)]"
             for member in chat.rooms[Int(r)].members
-            where !push.isMuted(r, by: member.user) && member.readMarker < position
+            where !push.isMuted(r, by: member.user, at: position) && member.readMarker < position
                 && !graph.hides(s, from: member.user, at: position)
             {
                 notify(member.user, kind: .message, from: s, body: body, room: r)

@@ -49,13 +49,7 @@ extension RoomMuteSet {
 
     func apply(to state: inout ProjectionState, position: UInt64, time: Int64) {
         guard let r = state.rooms.index(of: room.rawValue) else { return }
-        let u = state.user(user)
-        if muted {
-            state.push.muted[u, default: []].insert(r)
-        } else {
-            state.push.muted[u]?.remove(r)
-            if state.push.muted[u]?.isEmpty == true { state.push.muted[u] = nil }
-        }
+        state.push.set(muted: muted, room: r, by: state.user(user), at: position)
     }
 }
 
