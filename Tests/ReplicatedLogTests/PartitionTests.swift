@@ -14,8 +14,8 @@ import Testing
 /// delivers must be, sequence by sequence, what the stream's leader answers (`STREAM.MSG.GET`). The first are the
 /// log's to keep; the second are nats-server's (2.9.10 fails them: a known issue).
 ///
-/// `PARLEY_PARTITION_ROUNDS` (10 by default) rounds run, each on a fresh cluster; no round starts after
-/// `PARLEY_PARTITION_MINUTES` (12 by default). Each round prints what it saw (`partition round …`), and for a
+/// `PARLEY_PARTITION_ROUNDS` (2 by default, for CI's time; 20 for a full run) rounds run, each on a fresh cluster
+/// (about 100 s each); no round starts after `PARLEY_PARTITION_MINUTES` (4 by default). Each round prints what it saw (`partition round …`), and for a
 /// round that found something, the servers' log lines since the cut (`PARLEY_PARTITION_KEEP_LOGS=<directory>` keeps
 /// the whole logs there). `PARLEY_PARTITION_SILENT=1` cuts silently (connections kept, nothing carried).
 @Suite(.serialized, .timeLimit(.minutes(40)), .onTestThreads) struct PartitionTests {
@@ -51,11 +51,11 @@ import Testing
         }
     }
 
-    static let rounds = Int(ProcessInfo.processInfo.environment["PARLEY_PARTITION_ROUNDS"] ?? "") ?? 10
+    static let rounds = Int(ProcessInfo.processInfo.environment["PARLEY_PARTITION_ROUNDS"] ?? "") ?? 2
     /// `PARLEY_PARTITION_SILENT=1`: the cut keeps the route connections open and carries nothing over them.
     static let isSilent = ProcessInfo.processInfo.environment["PARLEY_PARTITION_SILENT"] == "1"
     static let budget = Duration.seconds(
-        60 * (Int(ProcessInfo.processInfo.environment["PARLEY_PARTITION_MINUTES"] ?? "") ?? 12))
+        60 * (Int(ProcessInfo.processInfo.environment["PARLEY_PARTITION_MINUTES"] ?? "") ?? 4))
 
     @Test func aWriterCutOffWithItsStreamLeaderLeavesOneHistoryOnEveryServer() async throws {
         let start = ContinuousClock.now
