@@ -48,12 +48,37 @@ public final class Deliveries: Sendable {
         onClose: @escaping @Sendable () async -> Void = {},
         logger: Logger = Logger(label: "parley.delivery")
     ) throws(DeliveryError) -> Deliveries {
-        var options = DurableSubscription.Options(eventTypes: configuration.eventTypes)
-        options.retry = configuration.retry
-        let subscription = try DurableSubscription(
-            name: configuration.name, engine: engine, positions: positions, sink: try WebhookSink(configuration),
-            options: options, logger: logger)
-        return try Deliveries([subscription], onClose: onClose)
+        try Deliveries(
+            webhook: configuration, push: nil, engine: engine, positions: positions, onClose: onClose, logger: logger)
+    }
+
+    /// The deliveries of a webhook and a push gateway, each when given: subscriptions named after their
+    /// configurations over `engine`, their positions kept in `positions`. `onClose` runs at ``close()``.
+    /// - Throws: ``DeliveryError/Code/invalidConfiguration`` for a configuration it refuses, or two that share a
+    ///   name.
+    public convenience init(
+        webhook: WebhookConfiguration?, push: PushGatewayConfiguration?, engine: Engine, positions: any PositionStore,
+        onClose: @escaping @Sendable () async -> Void = {},
+        logger: Logger = Logger(label: "parley.delivery")
+    ) throws(DeliveryError) {
+        var subscriptions: [DurableSubscription] = []
+        if let webhook {
+            var options = DurableSubscription.Options(eventTypes: webhook.eventTypes)
+            options.retry = webhook.retry
+            subscriptions.append(
+                try DurableSubscription(
+                    name: webhook.name, engine: engine, positions: positions, sink: try WebhookSink(webhook),
+                    options: options, logger: logger))
+        }
+        if let push {
+            var options = DurableSubscription.Options(eventTypes: PushGatewayConfiguration.eventTypes)
+            options.retry = push.retry
+            subscriptions.append(
+                try DurableSubscription(
+                    name: push.name, engine: engine, positions: positions,
+                    sink: try PushGatewaySink(push, engine: engine), options: options, logger: logger))
+        }
+        try self.init(subscriptions, onClose: onClose)
     }
 }
 

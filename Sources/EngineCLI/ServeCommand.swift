@@ -60,7 +60,7 @@ struct ServeCommand: AsyncParsableCommand {
     @Flag(help: "Development: make a secret if none is given, and print ready tokens with curl examples.")
     var dev = false
     @OptionGroup var store: StoreOptions
-    @OptionGroup var webhook: WebhookOptions
+    @OptionGroup var delivery: DeliveryOptions
     @Option(help: "With --store: 'auto' takes the writer lease when it is free; 'follower' never writes.")
     var role: ReplicaNode.Mode = .auto
     @Option(help: "With --store: this node's name (default: host name and process id).") var node: String?
@@ -151,7 +151,7 @@ struct ServeCommand: AsyncParsableCommand {
             // A full disk (or a failed sync) stops the log; once a write can succeed again it is reopened.
             services.append(StoreRecovery(engine: engine, logger: logger))
         }
-        let deliveries = try await webhook.deliveries(engine: engine, logger: logger)
+        let deliveries = try await delivery.deliveries(engine: engine, logger: logger)
         let server = ParleyServer(
             engine: engine, verifier: verifier, configuration: configuration, logger: logger, deliveries: deliveries)
         let position = engine.position.rawValue
