@@ -133,7 +133,7 @@ public final class DurableSubscription: Sendable {
             while !Task.isCancelled, isActive {
                 if engine.position <= position {
                     if saved.position != position {
-                        await save(position)
+                        await save(position, within: .seconds(5))
                         saved = (position, .now)
                     }
                     // Woken by a commit, a close, a cancellation; a role change is noticed within a second.
@@ -155,14 +155,15 @@ public final class DurableSubscription: Sendable {
                 case .inactive: continue
                 }
                 position = batch.through
-                state.withLock { s in
-                    s.position = position
-                    s.deliveries += sent
-                }
+                state.withLock { $0.deliveries += sent }
                 if sent > 0 || ContinuousClock.now - saved.at >= .seconds(1) {
-                    await save(position)
+                    // What the receiver acknowledged is stored even when the task is being cancelled (a stop right
+                    // after an acknowledgement would otherwise deliver the batch again), within a bound.
+                    let through = position
+                    await Task { await self.save(through, within: .seconds(5)) }.value
                     saved = (position, .now)
                 }
+                state.withLock { $0.position = position }
             }
         }
     }
@@ -209,9 +210,10 @@ public final class DurableSubscription: Sendable {
         }
     }
 
-    private func save(_ position: Position) async {
+    private func save(_ position: Position, within limit: Duration) async {
         var pause = options.retry.firstDelay
-        while !Task.isCancelled {
+        let deadline = ContinuousClock.now + limit
+        while !Task.isCancelled, ContinuousClock.now < deadline {
             do {
                 try await positions.save(position, for: name)
                 return
@@ -239,21 +241,30 @@ public final class DurableSubscription: Sendable {
                 let records = try store.read(from: through.next, limit: Int(min(head.rawValue - through.rawValue, 512)))
                 if records.isEmpty { break }
                 for record in records where record.position <= head {
-                    if types?.contains(record.type) ?? true {
+                    // An erasure is always sent, whatever types were chosen: the receiver must forget the user too.
+                    if types?.contains(record.type) ?? true || record.type == UserErased.typeName {
                         if !events.isEmpty, events.count >= maximumEvents || bytes + record.payload.count > maximumBytes
                         {
                             break reading
                         }
+                        let envelope: EventEnvelope
                         do {
-                            events.append(try EventEnvelope(record: record, keys: store.keys))
-                            bytes += record.payload.count
+                            envelope = try EventEnvelope(record: record, keys: store.keys)
                         } catch {
+                            // Never skipped: the batch ends before it, and an event that cannot be decoded alone
+                            // stops the subscription there (its error shows in the admin status) until it can.
+                            if !events.isEmpty { break reading }
                             logger.error(
-                                "subscription skipped an event it cannot decode",
+                                "subscription cannot decode an event",
                                 metadata: [
                                     "subscription": "\(name)", "position": "\(record.position)", "error": "\(error)",
                                 ])
+                            throw EventLogError(
+                                .corruptBatch,
+                                "event \(record.position) (\(record.type)) cannot be decoded: \(error)")
                         }
+                        events.append(envelope.withoutPushToken)
+                        bytes += record.payload.count
                     }
                     through = record.position
                 }
@@ -330,11 +341,25 @@ public final class DurableSubscription: Sendable {
             // A Set of Strings compares ids by canonical equivalence, which may take two ids for one (ids are
             // equal only when their bytes are): it may drop more than it must, never less.
             let erased = Set(erasedUsers.map(\.rawValue))
-            return events.filter { envelope in
-                if envelope.type == UserErased.typeName { return true }
-                if envelope.event.isSealed { return false }
-                return erased.isEmpty || envelope.involvedUserIDs.isDisjoint(with: erased)
+            var kept: [EventEnvelope] = []
+            for envelope in events {
+                if envelope.type == UserErased.typeName {
+                    kept.append(envelope)
+                    continue
+                }
+                let involvesErased = !erased.isEmpty && !envelope.involvedUserIDs.isDisjoint(with: erased)
+                if involvesErased { continue }
+                // A seal that could not be opened for a user who was not erased is a key that could not be read
+                // (the key store unreachable): the delivery fails and is tried again, never skipped.
+                if envelope.event.isSealed {
+                    throw DeliveryError(
+                        .unreadableState,
+                        "event \(envelope.id?.description ?? "") (\(envelope.type)) is sealed under a key that could "
+                            + "not be read, and none of its users was erased: it is not sent until it can be opened")
+                }
+                kept.append(envelope)
             }
+            return kept
         }
     }
 
@@ -357,8 +382,10 @@ public struct DeliveryBatch: Sendable {
     /// 1 for the first attempt, then 2, 3…
     public var attempt: Int
 
-    /// The first event's id: the same on every attempt of this delivery and after a restart that delivers it again.
-    public var idempotencyKey: String { events.first?.id?.description ?? "" }
+    /// The subscription and the positions covered: the same on every attempt of this delivery. A restart may
+    /// deliver a longer batch from the same first position, under another key; each line's own event id is what a
+    /// receiver deduplicates by.
+    public var idempotencyKey: String { "\(subscription.rawValue)-\(after.next.rawValue)-\(through.rawValue)" }
 }
 
 /// A receiver of a subscription's deliveries (a webhook, a push provider).
@@ -452,4 +479,16 @@ public struct SubscriptionStatus: Sendable, Hashable {
     public var lastError: String?
     /// Whether this node delivers (false on a replicated store's follower).
     public var isActive: Bool
+}
+
+extension EventEnvelope {
+    /// The envelope with a device's push token left out: a token is for the push provider, never for a webhook
+    /// (the receiver learns that a device was registered, and for which platform and app).
+    var withoutPushToken: EventEnvelope {
+        guard case .deviceRegistered(var device) = event else { return self }
+        device.token = ""
+        var copy = self
+        copy.event = .deviceRegistered(device)
+        return copy
+    }
 }

@@ -92,8 +92,13 @@ import Testing
                 #expect(WebhookCheck.isValid(request, secret: Self.secret, now: now))
                 #expect(request.headers["content-type"] == "application/x-ndjson")
                 #expect(request.headers["parley-subscription"] == "webhook")
-                let first = try EventEnvelope(jsonLine: request.lines[0])
-                #expect(request.headers["idempotency-key"] == first.id?.description)
+                // The key names the positions the request covers: from its first line's to its last line's, or
+                // past lines of other types the subscription skipped.
+                let first = try #require(try EventEnvelope(jsonLine: request.lines[0]).position?.rawValue)
+                let last = try #require(try EventEnvelope(jsonLine: request.lines.last!).position?.rawValue)
+                let key = try #require(request.headers["idempotency-key"]).split(separator: "-")
+                #expect(key.count == 3 && key[0] == "webhook")
+                #expect(UInt64(key[1]) ?? .max <= first && UInt64(key[2]) ?? 0 >= last)
                 #expect(request.body.last == 0x0A)
             }
             // The app's backend gets the content opened, as `parley export` writes it.

@@ -85,9 +85,18 @@ import Testing
                 requests.flatMap(\.lines).compactMap { try? EventEnvelope(jsonLine: $0).position?.rawValue })
             return positions.count >= Int(head) && (1...head).allSatisfy { positions.contains($0) }
         }
+        // What counts is what the receiver answered: a request cut off by the kill before its answer was written
+        // must be sent again by the second run.
+        let answeredAll = { () -> Bool in
+            let positions = Set(
+                receiver.answered.flatMap(\.lines).compactMap { try? EventEnvelope(jsonLine: $0).position?.rawValue })
+            return (1...head).allSatisfy { positions.contains($0) }
+        }
+        let deadline = ContinuousClock.now + .seconds(60)
+        while !answeredAll(), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
         _ = try await second.stop()
 
-        let events = try receiver.requests.flatMap(\.lines).map { try EventEnvelope(jsonLine: $0) }
+        let events = try receiver.answered.flatMap(\.lines).map { try EventEnvelope(jsonLine: $0) }
         // At least once: every position, each always with the same id; every acknowledged message among them.
         var byPosition: [UInt64: EventID] = [:]
         for event in events {

@@ -23,6 +23,8 @@ public final class WebhookReceiver: Sendable {
 
     private struct State {
         var requests: [Request] = []
+        /// The requests answered 2xx, once the answer was written whole (a sender killed before that never had it).
+        var answered: [Request] = []
         var status = 200
         var delay = Duration.zero
         var channel: (any Channel)?
@@ -51,6 +53,14 @@ public final class WebhookReceiver: Sendable {
 
     /// Every request received so far, in order.
     public var requests: [Request] { state.withLock { $0.requests } }
+
+    /// The requests this receiver answered with a 2xx that was written whole: what the sender was told it delivered.
+    public var answered: [Request] { state.withLock { $0.answered } }
+
+    fileprivate func answered(_ request: Request, status: Int) {
+        guard (200..<300).contains(status) else { return }
+        state.withLock { $0.answered.append(request) }
+    }
 
     /// Answers every later request with `status`.
     public func answer(_ status: Int) { state.withLock { $0.status = status } }
@@ -138,28 +148,31 @@ public final class WebhookReceiver: Sendable {
             case .body(var buffer):
                 body += buffer.readBytes(length: buffer.readableBytes) ?? []
             case .end:
-                let (status, delay) = receiver.received(Request(headers: headers, body: body))
+                let request = Request(headers: headers, body: body)
+                let (status, delay) = receiver.received(request)
                 if delay > .zero {
                     let nanoseconds =
                         delay.components.seconds * 1_000_000_000 + delay.components.attoseconds / 1_000_000_000
                     let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
                     context.eventLoop.scheduleTask(in: .nanoseconds(nanoseconds)) {
                         let (handler, context) = loopBound.value
-                        handler.respond(status, context: context)
+                        handler.respond(status, to: request, context: context)
                     }
                 } else {
-                    respond(status, context: context)
+                    respond(status, to: request, context: context)
                 }
             }
         }
 
-        func respond(_ status: Int, context: ChannelHandlerContext) {
+        func respond(_ status: Int, to request: Request, context: ChannelHandlerContext) {
             var head = HTTPResponseHead(version: .http1_1, status: HTTPResponseStatus(statusCode: status))
             head.headers.add(name: "Content-Length", value: "0")
             context.write(wrapOutboundOut(.head(head)), promise: nil)
             let keepAlive = keepAlive
             let channel = context.channel
-            context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in
+            let receiver = receiver
+            context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { result in
+                if case .success = result { receiver.answered(request, status: status) }
                 if !keepAlive { channel.close(promise: nil) }
             }
         }
