@@ -340,6 +340,12 @@ enum OpenAPI {
                     "id": optionalID, "recipient": string, "body": text(upTo: FieldLimits.bodyLength),
                     "feeling": id,
                 ], required: ["recipient", "body", "feeling"]),
+            "DeviceBody": body(
+                [
+                    "platform": enumeration(PushPlatform.self), "appID": id,
+                    "token": text(upTo: DeviceRegistered.maximumTokenBytes),
+                ], required: ["platform", "token", "appID"]),
+            "PushSettingsBody": body(["hidePreviews": boolean], required: ["hidePreviews"]),
             "LiveClientFrame": body(
                 [
                     "type": enumeration(["auth", "subscribe", "unsubscribe"]), "token": string,

@@ -301,6 +301,7 @@ extension API {
         registerRoomCommands(t)
         registerActivityCommands(t)
         registerGratitudeCommands(t)
+        registerPushCommands(t)
     }
 
     private func registerGraphCommands(_ t: RouteTable) {
