@@ -184,4 +184,37 @@ import Testing
             #expect(try Self.notified(e, after: start) == [])
         }
     }
+
+    @Test func aTokenRegisteredByAnotherUserLeavesItsEarlierHolder() async throws {
+        try await withWorld { e in
+            // Ann signs out and Ben signs in on the same phone: the app registers the same token for Ben.
+            try await e.registerDevice("phone", of: "ann", platform: .apns, appID: "app", token: "same")
+            try await e.registerDevice("phone-2", of: "ben", platform: .apns, appID: "app", token: "same")
+            #expect(try e.devices(of: "ann") == [])
+            #expect(try e.devices(of: "ben") == ["phone-2"])
+            // A new device id for the same token (a reinstall) replaces the old one: one notification, not two.
+            try await e.registerDevice("phone-3", of: "ben", platform: .apns, appID: "app", token: "same")
+            #expect(try e.devices(of: "ben") == ["phone-3"])
+            let start = e.position
+            try await e.sendMessage(in: "d1", from: "ann", body: "hello")
+            let notified = try Self.notified(e, after: start)
+            #expect(
+                notified.count == 1 && notified.first?.hasPrefix("ben/phone-3:message:Ann:hello:") == true,
+                "\(notified)")
+            // The same token on another platform or app is another registration.
+            try await e.registerDevice("tablet", of: "ann", platform: .fcm, appID: "app", token: "same")
+            #expect(try e.devices(of: "ben") == ["phone-3"])
+        }
+    }
+
+    @Test func nothingIsSentAboutAnErasedSender() async throws {
+        try await withWorld { e in
+            try await e.registerDevice("phone", of: "ben", platform: .apns, appID: "app", token: "b1")
+            let start = e.position
+            try await e.sendMessage(in: "d1", from: "ann", body: "before")
+            try await e.erase("ann", actor: "ann")
+            // Worked out after the erasure (a delivery that was behind): the sender is gone, so is the notification.
+            #expect(try Self.notified(e, after: start).isEmpty)
+        }
+    }
 }

@@ -21,14 +21,46 @@ struct PushProjection: Equatable {
     var muteChanges: [Int32: [Int32: [UInt64]]] = [:]
     /// The users whose notifications leave the body out.
     var hidesPreviews: Set<Int32> = []
+    /// Who holds each push token now (platform, app id and token → user and device), derived from `devices`: a
+    /// token registered again, by another user on the same phone or under a new device id, leaves its earlier
+    /// holder, so that one phone never gets another account's notifications.
+    var tokenHolders: [String: TokenHolder] = [:]
+
+    struct TokenHolder: Hashable {
+        var user: Int32
+        var device: String
+    }
 
     init() {}
 
     /// Forgets `user`'s devices, mutes and settings.
     mutating func erase(_ user: Int32) {
+        for (device, _) in devices[user] ?? [:] { remove(device: device, of: user) }
         devices[user] = nil
         muteChanges[user] = nil
         hidesPreviews.remove(user)
+    }
+
+    /// Gives `device` of `user` the `record`, taking its token from whichever device held it before.
+    mutating func register(_ record: DeviceRecord, device: String, of user: Int32) {
+        remove(device: device, of: user)
+        let key = Self.tokenKey(record)
+        if !record.token.isEmpty, let holder = tokenHolders[key] { remove(device: holder.device, of: holder.user) }
+        devices[user, default: [:]][device] = record
+        if !record.token.isEmpty { tokenHolders[key] = TokenHolder(user: user, device: device) }
+    }
+
+    /// Removes `device` of `user` (nothing when there is none).
+    mutating func remove(device: String, of user: Int32) {
+        guard let record = devices[user]?[device] else { return }
+        let key = Self.tokenKey(record)
+        if tokenHolders[key] == TokenHolder(user: user, device: device) { tokenHolders[key] = nil }
+        devices[user]?[device] = nil
+        if devices[user]?.isEmpty == true { devices[user] = nil }
+    }
+
+    static func tokenKey(_ record: DeviceRecord) -> String {
+        "\(record.platform.rawValue)\u{0}\(record.appID)\u{0}\(record.token)"
     }
 
     /// Whether `user` had `room` muted at `position` (now, by default).
@@ -91,8 +123,10 @@ struct PushProjection: Equatable {
                 try reader.personal(keys, owner: ids[owner]) { (fields: inout ByteReader) throws(ByteReaderError) in
                     token = try fields.string()
                 }
-                list[device] = DeviceRecord(
+                let record = DeviceRecord(
                     platform: platform, appID: appID, token: token, registeredAt: try reader.signed())
+                list[device] = record
+                if !token.isEmpty { tokenHolders[Self.tokenKey(record)] = TokenHolder(user: owner, device: device) }
             }
             devices[owner] = list
         }

@@ -8,21 +8,27 @@ extension ProjectionState {
     /// sender blocked, and has not read past it; a friend request its recipient; an invitation each guest; an answer the activity's
     /// host. Never the actor, never an erased user, never a user without devices.
     func pushNotifications(for envelope: EventEnvelope) -> [PushNotification] {
-        guard let id = envelope.id, let position = envelope.position?.rawValue else { return [] }
+        // An event whose seal could not be opened says nothing a notification could show.
+        guard let id = envelope.id, let position = envelope.position?.rawValue, !envelope.event.isSealed else {
+            return []
+        }
         let actor = envelope.actor.flatMap { users.index(of: $0) }
         var made: [PushNotification] = []
         func notify(
             _ recipient: Int32, kind: PushNotification.Kind, from sender: Int32, body: String?, room: Int32?,
             activity: ActivityID? = nil
         ) {
+            // Nothing about an erased sender either: their name and words are gone.
             guard recipient != actor, recipient != sender, !accounts.users[Int(recipient)].isErased,
-                let devices = push.devices[recipient], !devices.isEmpty
+                !accounts.users[Int(sender)].isErased, let devices = push.devices[recipient], !devices.isEmpty
             else { return }
             let title = displayName(of: sender) ?? users[sender]
             let preview = push.hidesPreviews.contains(recipient) ? nil : body.map(Self.preview)
             let badge = totalUnread(of: recipient)
             let user = UserID(users[recipient])
-            for (device, record) in devices.sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }) {
+            // A token that could not be opened (its key unreadable when a snapshot was read) reaches no one.
+            for (device, record) in devices.sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) })
+            where !record.token.isEmpty {
                 made.append(
                     PushNotification(
                         id: "\(id)/\(user.rawValue)/\(device)", event: id.description, kind: kind, user: user,

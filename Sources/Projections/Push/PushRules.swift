@@ -16,8 +16,9 @@ extension DeviceRegistered {
 
     func apply(to state: inout ProjectionState, position: UInt64, time: Int64) {
         let u = state.user(user)
-        state.push.devices[u, default: [:]][device.rawValue] = DeviceRecord(
-            platform: platform, appID: appID, token: token, registeredAt: time)
+        state.push.register(
+            DeviceRecord(platform: platform, appID: appID, token: token, registeredAt: time), device: device.rawValue,
+            of: u)
     }
 }
 
@@ -32,8 +33,7 @@ extension DeviceRemoved {
 
     func apply(to state: inout ProjectionState, position: UInt64, time: Int64) {
         guard let u = state.users.index(of: user.rawValue) else { return }
-        state.push.devices[u]?[device.rawValue] = nil
-        if state.push.devices[u]?.isEmpty == true { state.push.devices[u] = nil }
+        state.push.remove(device: device.rawValue, of: u)
     }
 }
 
