@@ -45,6 +45,18 @@ import Testing
         await receiver.wait { $0.count >= count }
     }
 
+    /// Polls `condition` (what the receiver cannot be awaited for: the answers it has written) until it holds.
+    static func eventually(_ condition: () -> Bool) async throws {
+        let deadline = ContinuousClock.now + .seconds(60)
+        while !condition() {
+            guard ContinuousClock.now < deadline else {
+                Issue.record("the condition never held")
+                return
+            }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+    }
+
     /// ann, ben, cal; a group `g1` of all three; a direct room ann–ben; a device each for ben (two) and cal.
     static func world(_ engine: Engine) async throws {
         try await engine.register("ann", method: .google, name: "Ann")
@@ -151,6 +163,37 @@ import Testing
                 lines == [
                     "ben/phone:Ann:one:1", "ben/tablet:Ann:one:1", "ben/phone:Ann:-:2", "cal/phone:Ben:sentinel:1",
                 ])
+        }
+    }
+
+    @Test func aGatewayThatFailsGetsEveryNotificationAfterwardsWithTheSameKeys() async throws {
+        try await withEngine { engine, directory in
+            try await Self.world(engine)
+            let receiver = try await WebhookReceiver.start()
+            defer { Task { try? await receiver.stop() } }
+            receiver.answer(503)
+            try await Self.withPush(engine, directory: directory, receiver: receiver) {
+                try await engine.sendMessage(in: "g1", from: "ann", body: "while the gateway is down")
+                // Refused, and tried again (the first device's notification each time: it comes first).
+                await Self.wait(receiver, for: 3)
+                receiver.answer(200)
+                try await Self.eventually { receiver.answered.count >= 3 }
+                try await engine.sendMessage(in: "d1", from: "ann", body: "sentinel")
+                try await Self.eventually { receiver.answered.count >= 5 }
+            }
+            let answered = try receiver.answered.map {
+                try JSONDecoder().decode(PushNotification.self, from: Data($0.body))
+            }
+            // Each acknowledged once (within the process, what was acknowledged is not posted again), in order.
+            #expect(
+                Self.lines(answered) == [
+                    "ben/phone:Ann:while the gateway is down:1", "ben/tablet:Ann:while the gateway is down:1",
+                    "cal/phone:Ann:while the gateway is down:1", "ben/phone:Ann:sentinel:2",
+                    "ben/tablet:Ann:sentinel:2",
+                ])
+            // Every attempt carried one of the notifications' own keys.
+            let keys = Set(answered.map(\.id))
+            #expect(receiver.requests.allSatisfy { keys.contains($0.headers["idempotency-key"] ?? "") })
         }
     }
 
