@@ -151,6 +151,10 @@ public final class ReplicatedLog: EventStore {
         var inFlight = false
         /// The node stepped down with a batch in flight: it follows once that batch is answered.
         var followAfterFlight = false
+        /// The sequences at which a batch of this node's was sent and not acknowledged. The server this node reached
+        /// may keep such a batch though the stream never committed it (a replica that led a minority): the message a
+        /// consumer delivers there is checked against the stream leader's copy before it is taken.
+        var suspectSequences: Set<UInt64> = []
         var queue: [Call] = []
         var snapshots = SnapshotShelf()
         var heartbeat: WriterHeartbeat?
@@ -498,7 +502,7 @@ public final class ReplicatedLog: EventStore {
         let (first, previous, expectedSequence) = state.withLock { ($0.committed + 1, $0.digest, $0.sequence) }
         // A message already held (read again after a consumer was recreated) is skipped, never applied twice.
         if message.sequence <= expectedSequence { return false }
-        let batch: BatchMessage
+        var batch: BatchMessage
         var replaced = false
         do {
             batch = try BatchMessage.decode(
@@ -507,6 +511,25 @@ public final class ReplicatedLog: EventStore {
         } catch {
             batch = try await leadersCopy(replacing: message, refusedWith: error)
             replaced = true
+        }
+        if !replaced, state.withLock({ $0.suspectSequences.contains(message.sequence) }) {
+            // Where this node's own unacknowledged batch may sit on a diverged replica: the leader's copy decides,
+            // and until the leader holds a message there, nothing is taken.
+            guard let copy = try await leadersCopy(of: message.sequence) else {
+                throw EventLogError(
+                    .unavailable,
+                    "message \(message.sequence) of stream \(configuration.stream) is not in the leader's copy yet")
+            }
+            if copy != message.payload {
+                batch = try BatchMessage.decode(
+                    copy, expectedFirst: first, previousDigest: previous,
+                    source: "the leader's copy of message \(message.sequence) of stream \(configuration.stream)")
+                noteDivergence(
+                    "message \(message.sequence) of stream \(configuration.stream) as a consumer delivered it was this "
+                        + "node's unacknowledged batch, not the committed one; the leader's copy was used")
+                replaced = true
+            }
+            _ = state.withLock { $0.suspectSequences.remove(message.sequence) }
         }
         // Two readers may meet while the role changes (a takeover's catch-up and the follower that replaces it):
         // a batch is added only where it was checked to follow.
@@ -858,6 +881,7 @@ public final class ReplicatedLog: EventStore {
         // The batch is answered: it is added if the stream has it, and a node that stepped down meanwhile follows.
         let follows = state.withLock { state -> Bool in
             state.inFlight = false
+            if case .failure = outcome { state.suspectSequences.insert(placed.sequence + 1) }
             if case .success(let (batch, sequence)) = outcome, state.sequence == placed.sequence {
                 if UInt64(state.index.records.count) != batch.lastPosition {
                     // Dropped meanwhile (the store failed): placed again as the stream holds them.
