@@ -193,13 +193,13 @@ extension NATSConnection {
         }
     }
 
-    /// An `-ERR` on an established connection: the flushes under way report it. (The server closes the
-    /// connection itself after the errors that are fatal.)
+    /// An `-ERR` on an established connection: the flushes under way report it, whether their PING is written
+    /// yet or still buffered (a PING the server has not answered yet follows what it objects to: it answers in
+    /// order). (The server closes the connection itself after the errors that are fatal.)
     func receivedServerError(_ text: String, from server: NATSServerAddress) {
         state.withLock { state in
             state.lastServerError = "\(server) said '\(text)'"
-            for index in state.pongWaiters.indices.prefix(state.writtenPings)
-            where state.pongWaiters[index].serverError == nil {
+            for index in state.pongWaiters.indices where state.pongWaiters[index].serverError == nil {
                 state.pongWaiters[index].serverError = "\(server) said '\(text)'"
             }
         }
