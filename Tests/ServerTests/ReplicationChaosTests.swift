@@ -46,6 +46,31 @@ import Testing
 
     static func writes(port: Int) async -> Bool { (await stats(port: port))?["writes"] as? Bool == true }
 
+    /// The index of the node on `ports` that writes, waiting up to 30 s for one; nil when none does.
+    static func writer(among ports: [Int]) async -> Int? {
+        var writer: Int?
+        _ = await waitFor(.seconds(30)) {
+            for index in ports.indices where await writes(port: ports[index]) { writer = index }
+            return writer != nil
+        }
+        return writer
+    }
+
+    /// Waits up to 30 s for the nodes on `ports` to agree on head, head digest and state digest; whether they did,
+    /// and each node's stats (with the state digest) as last read.
+    static func convergence(of ports: [Int]) async -> (converged: Bool, stats: [[String: Any]]) {
+        var final: [[String: Any]] = []
+        let converged = await waitFor(.seconds(30)) {
+            final = []
+            for port in ports { if let stats = await stats(port: port, digest: true) { final.append(stats) } }
+            return final.count == ports.count
+                && final.allSatisfy { $0["head"] as? Int == final[0]["head"] as? Int }
+                && final.allSatisfy { $0["headDigest"] as? String == final[0]["headDigest"] as? String }
+                && final.allSatisfy { $0["stateDigest"] as? String == final[0]["stateDigest"] as? String }
+        }
+        return (converged != nil, final)
+    }
+
     /// Waits until `condition` holds, for at most `limit`; how long it took, or nil.
     static func waitFor(_ limit: Duration, _ condition: () async -> Bool) async -> Duration? {
         let start = ContinuousClock.now
@@ -90,12 +115,7 @@ import Testing
                 try await Task.sleep(for: .seconds(1))
                 try await cluster.restart(server: leader)
             } else {
-                var writer: Int?
-                _ = await Self.waitFor(.seconds(30)) {
-                    for index in 0..<2 where await Self.writes(port: ports[index]) { writer = index }
-                    return writer != nil
-                }
-                guard let killed = writer else {
+                guard let killed = await Self.writer(among: ports) else {
                     Issue.record("no node writes")
                     return
                 }
@@ -117,15 +137,8 @@ import Testing
         await traffic.value
 
         // Both nodes converge on one head, one head digest and one state digest.
-        var final: [[String: Any]] = []
-        let converged = await Self.waitFor(.seconds(30)) {
-            final = []
-            for port in ports { if let stats = await Self.stats(port: port, digest: true) { final.append(stats) } }
-            return final.count == 2 && final[0]["head"] as? Int == final[1]["head"] as? Int
-                && final[0]["headDigest"] as? String == final[1]["headDigest"] as? String
-                && final[0]["stateDigest"] as? String == final[1]["stateDigest"] as? String
-        }
-        #expect(converged != nil, "the nodes did not converge: \(final)")
+        let (converged, final) = await Self.convergence(of: ports)
+        #expect(converged, "the nodes did not converge: \(final)")
 
         // A fresh reader of the stream holds every acknowledged message, with the nodes' digests.
         let log = try await ReplicatedLog.open(
@@ -188,12 +201,7 @@ import Testing
         await moveOn()
         // 2. The writer (node1, unless the heal moved the lease back) is paused for 10 s: the other node takes over;
         //    the paused one, woken, must not answer from its copy.
-        var writer: Int?
-        _ = await Self.waitFor(.seconds(30)) {
-            for index in 0..<2 where await Self.writes(port: ports[index]) { writer = index }
-            return writer != nil
-        }
-        let paused = try #require(writer, "no node writes after the heal")
+        let paused = try #require(await Self.writer(among: ports), "no node writes after the heal")
         nodes[paused].identity.signal(SIGSTOP)
         let other = 1 - paused
         let tookOver = await Self.waitFor(.seconds(30)) { await Self.writes(port: ports[other]) }
@@ -209,15 +217,8 @@ import Testing
         // writer had moved past (every command sent is valid, so any other answer is wrong).
         let refusals = senders.lock.withLock { senders.refusals }
         #expect(refusals.keys.allSatisfy { $0 == 503 }, "answers other than 201 and 503: \(refusals)")
-        var final: [[String: Any]] = []
-        let converged = await Self.waitFor(.seconds(30)) {
-            final = []
-            for port in ports { if let stats = await Self.stats(port: port, digest: true) { final.append(stats) } }
-            return final.count == 2 && final[0]["head"] as? Int == final[1]["head"] as? Int
-                && final[0]["headDigest"] as? String == final[1]["headDigest"] as? String
-                && final[0]["stateDigest"] as? String == final[1]["stateDigest"] as? String
-        }
-        #expect(converged != nil, "the nodes did not converge: \(final)")
+        let (converged, final) = await Self.convergence(of: ports)
+        #expect(converged, "the nodes did not converge: \(final)")
         let writers = final.compactMap { ($0["replication"] as? [String: Any])?["role"] as? String }
         #expect(writers.filter { $0 == "writer" }.count == 1, "roles: \(writers)")
         let log = try await ReplicatedLog.open(
