@@ -20,20 +20,26 @@ import Testing
         try (Self.secret + "\n").write(toFile: secretFile, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: secretFile) }
         let arguments = ["--push-gateway", receiver.url, "--push-secret-file", secretFile]
+        // Tokens are made before a connection is opened: on a busy machine minting one can outlast the server's
+        // 10 s for a request's head on a connection that waits meanwhile.
+        let authorization = [
+            "alice": "Bearer " + (try await token("alice")), "bob": "Bearer " + (try await token("bob")),
+        ]
         let first = try await ServeProcess(arguments: arguments)
         let client = try HTTPWire(port: first.port)
         for user in ["alice", "bob"] {
             let answer = try await ShutdownTests.post(
-                client, "/v1/users", user: user, json: #"{"method":"email","email":"\#(user)@example.com"}"#)
+                client, "/v1/users", authorization: authorization[user]!,
+                json: #"{"method":"email","email":"\#(user)@example.com"}"#)
             #expect(answer.status == 201)
         }
         let device = try await client.request(
             .put, "/v1/me/devices/bob-phone",
-            headers: [.authorization: "Bearer " + (try await token("bob")), .contentType: "application/json"],
+            headers: [.authorization: authorization["bob"]!, .contentType: "application/json"],
             body: #"{"platform":"fcm","token":"fcm-token-of-bob","appID":"1:123:android:abc"}"#)
         #expect(device.status == 200, "\(device.body)")
         let sent = try await ShutdownTests.post(
-            client, "/v1/users/bob/messages", user: "alice", json: #"{"body":"hi"}"#)
+            client, "/v1/users/bob/messages", authorization: authorization["alice"]!, json: #"{"body":"hi"}"#)
         #expect(sent.status == 201)
         await receiver.wait { $0.count >= 1 }
         #expect(try await first.stop() == 0)
@@ -41,7 +47,7 @@ import Testing
         let second = try await ServeProcess(arguments: arguments, data: first.dataPath)
         let again = try HTTPWire(port: second.port)
         let next = try await ShutdownTests.post(
-            again, "/v1/users/bob/messages", user: "alice", json: #"{"body":"there?"}"#)
+            again, "/v1/users/bob/messages", authorization: authorization["alice"]!, json: #"{"body":"there?"}"#)
         #expect(next.status == 201)
         await receiver.wait { requests in
             requests.contains { String(decoding: $0.body, as: UTF8.self).contains("there?") }
