@@ -64,3 +64,8 @@
             + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
     }
 }
+
+extension Duration {
+    /// The duration in seconds, as a floating-point number (for metrics, logs and messages).
+    public var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+}

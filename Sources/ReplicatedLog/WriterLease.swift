@@ -122,11 +122,6 @@ extension ReplicatedLog {
         }
     }
 
-    /// Whether this node holds the lease and may still act on it.
-    func leaseIsHeld() -> Bool {
-        state.withLock { state in state.held.map { ContinuousClock.now < $0.validUntil } ?? false }
-    }
-
     /// Tries to take the lease by compare-and-set on the one last read; true when this node holds it now.
     func takeLease() async -> Bool {
         let (sequence, term) = state.withLock { ($0.lease.sequence, $0.lease.record?.term ?? 0) }
@@ -311,13 +306,5 @@ extension ReplicatedLog.Role {
         case .failed: "failed"
         case .closed: "closed"
         }
-    }
-}
-
-extension Duration {
-    /// The duration in seconds, as a floating-point number.
-    var seconds: Double {
-        let (seconds, attoseconds) = components
-        return Double(seconds) + Double(attoseconds) / 1e18
     }
 }
