@@ -52,12 +52,13 @@ public final class Deliveries: Sendable {
             webhook: configuration, push: nil, engine: engine, positions: positions, onClose: onClose, logger: logger)
     }
 
-    /// The deliveries of a webhook and a push gateway, each when given: subscriptions named after their
-    /// configurations over `engine`, their positions kept in `positions`. `onClose` runs at ``close()``.
+    /// The deliveries of a webhook and of push notifications (``PushSink``: APNs, FCM, a gateway), each when given:
+    /// subscriptions named after their configurations over `engine`, their positions kept in `positions`. `onClose`
+    /// runs at ``close()``.
     /// - Throws: ``DeliveryError/Code/invalidConfiguration`` for a configuration it refuses, or two that share a
     ///   name.
     public convenience init(
-        webhook: WebhookConfiguration?, push: PushGatewayConfiguration?, engine: Engine, positions: any PositionStore,
+        webhook: WebhookConfiguration?, push: PushConfiguration?, engine: Engine, positions: any PositionStore,
         onClose: @escaping @Sendable () async -> Void = {},
         logger: Logger = Logger(label: "parley.delivery")
     ) throws(DeliveryError) {
@@ -71,12 +72,12 @@ public final class Deliveries: Sendable {
                     options: options, logger: logger))
         }
         if let push {
-            var options = DurableSubscription.Options(eventTypes: PushGatewayConfiguration.eventTypes)
+            var options = DurableSubscription.Options(eventTypes: PushConfiguration.eventTypes)
             options.retry = push.retry
             subscriptions.append(
                 try DurableSubscription(
                     name: push.name, engine: engine, positions: positions,
-                    sink: try PushGatewaySink(push, engine: engine), options: options, logger: logger))
+                    sink: try PushSink(push, engine: engine, logger: logger), options: options, logger: logger))
         }
         try self.init(subscriptions, onClose: onClose)
     }

@@ -5,7 +5,7 @@ import Foundation
 import NIOCore
 
 /// Posts bodies to one URL, each signed so that the receiver can tell them from forgeries and replays: the one
-/// HTTP client and signer of webhooks (``WebhookSink``) and the push gateway (``PushGatewaySink``).
+/// HTTP client and signer of webhooks (``WebhookSink``) and the push gateway (``PushGateway``).
 ///
 /// Each POST carries `Parley-Timestamp` (the Unix time of the attempt, in seconds) and `Parley-Signature: v1=<hex>`:
 /// HMAC-SHA256 under the secret of the timestamp, a `.`, and the body's bytes. Any 2xx answer acknowledges it;

@@ -14,20 +14,11 @@ import Testing
     static func withPush<T>(
         _ engine: Engine, directory: String, receiver: WebhookReceiver, _ body: () async throws -> T
     ) async throws -> T {
-        var configuration = PushGatewayConfiguration(url: receiver.url, secret: secret)
-        configuration.retry = RetryPolicy(
-            firstDelay: .milliseconds(20), maximumDelay: .milliseconds(100), attemptsBeforeParking: 1_000)
-        configuration.connectTimeout = .milliseconds(200)
-        let deliveries = try Deliveries(
-            webhook: nil, push: configuration, engine: engine, positions: FilePositionStore(directory: directory))
-        #expect(deliveries.subscriptions.map(\.name) == [.push])
-        let running = Task { await deliveries.run() }
-        defer { running.cancel() }
-        let result = try await body()
-        running.cancel()
-        await running.value
-        await deliveries.close()
-        return result
+        var gateway = PushGatewayConfiguration(url: receiver.url, secret: secret)
+        gateway.connectTimeout = .milliseconds(200)
+        return try await PushFixtures.withPush(
+            engine, directory: directory, configuration: PushConfiguration(gateway: gateway)
+        ) { _ in try await body() }
     }
 
     /// The notifications posted so far, in order.
@@ -35,44 +26,14 @@ import Testing
         try receiver.requests.map { try JSONDecoder().decode(PushNotification.self, from: Data($0.body)) }
     }
 
-    /// `user/device:title:body:badge` of each notification.
-    static func lines(_ notifications: [PushNotification]) -> [String] {
-        notifications.map { "\($0.user)/\($0.device):\($0.title):\($0.body ?? "-"):\($0.badge)" }
-    }
-
     /// Waits until `count` notifications have arrived.
     static func wait(_ receiver: WebhookReceiver, for count: Int) async {
         await receiver.wait { $0.count >= count }
     }
 
-    /// Polls `condition` (what the receiver cannot be awaited for: the answers it has written) until it holds.
-    static func eventually(_ condition: () -> Bool) async throws {
-        let deadline = ContinuousClock.now + .seconds(60)
-        while !condition() {
-            guard ContinuousClock.now < deadline else {
-                Issue.record("the condition never held")
-                return
-            }
-            try await Task.sleep(for: .milliseconds(10))
-        }
-    }
-
-    /// ann, ben, cal; a group `g1` of all three; a direct room ann–ben; a device each for ben (two) and cal.
-    static func world(_ engine: Engine) async throws {
-        try await engine.register("ann", method: .google, name: "Ann")
-        try await engine.register("ben", method: .google, name: "Ben")
-        try await engine.register("cal", method: .google, name: "Cal")
-        try await engine.createGroup("g1", by: "ann", name: "Walkers", members: ["ben", "cal"])
-        try await engine.sendMessage(from: "ann", to: "ben", body: "hi", message: "m1", room: "d1")
-        try await engine.markRead("d1", user: "ben")
-        try await engine.registerDevice("phone", of: "ben", platform: .apns, appID: "app", token: "ben-phone")
-        try await engine.registerDevice("tablet", of: "ben", platform: .fcm, appID: "app", token: "ben-tablet")
-        try await engine.registerDevice("phone", of: "cal", platform: .webpush, appID: "web", token: "cal-phone")
-    }
-
     @Test func aScriptedConversationNotifiesEveryOtherDeviceWithTheBadgeAtThatPoint() async throws {
         try await withEngine { engine, directory in
-            try await Self.world(engine)
+            try await PushFixtures.world(engine)
             let receiver = try await WebhookReceiver.start()
             defer { Task { try? await receiver.stop() } }
             try await Self.withPush(engine, directory: directory, receiver: receiver) {
@@ -89,7 +50,7 @@ import Testing
             }
             let notifications = try Self.notifications(receiver)
             #expect(
-                Self.lines(notifications) == [
+                PushFixtures.lines(notifications) == [
                     "ben/phone:Ann:walk at six?:1", "ben/tablet:Ann:walk at six?:1", "cal/phone:Ann:walk at six?:1",
                     "ben/phone:Ann:or seven:2", "ben/tablet:Ann:or seven:2",
                     "cal/phone:Ben:six:2",
@@ -118,7 +79,7 @@ import Testing
 
     @Test func mutedRoomsAndOnesOwnMessagesNotifyNoOne() async throws {
         try await withEngine { engine, directory in
-            try await Self.world(engine)
+            try await PushFixtures.world(engine)
             try await engine.setMuted(true, room: "g1", user: "ben")
             try await engine.setMuted(true, room: "g1", user: "cal")
             let receiver = try await WebhookReceiver.start()
@@ -135,7 +96,7 @@ import Testing
                 await Self.wait(receiver, for: 3)
             }
             // cal's own message marked the room read for cal: the badge counts only ben's after it.
-            let lines = Self.lines(try Self.notifications(receiver))
+            let lines = PushFixtures.lines(try Self.notifications(receiver))
             #expect(
                 lines == [
                     "cal/phone:Ben:for cal:1", "ben/phone:Ann:to ben:1", "ben/tablet:Ann:to ben:1",
@@ -145,7 +106,7 @@ import Testing
 
     @Test func aRemovedDeviceStopsReceivingAndPreviewsCanBeHidden() async throws {
         try await withEngine { engine, directory in
-            try await Self.world(engine)
+            try await PushFixtures.world(engine)
             let receiver = try await WebhookReceiver.start()
             defer { Task { try? await receiver.stop() } }
             try await Self.withPush(engine, directory: directory, receiver: receiver) {
@@ -158,7 +119,7 @@ import Testing
                 try await engine.sendMessage(in: "g1", from: "ben", body: "sentinel")
                 await Self.wait(receiver, for: 4)
             }
-            let lines = Self.lines(try Self.notifications(receiver))
+            let lines = PushFixtures.lines(try Self.notifications(receiver))
             #expect(
                 lines == [
                     "ben/phone:Ann:one:1", "ben/tablet:Ann:one:1", "ben/phone:Ann:-:2", "cal/phone:Ben:sentinel:1",
@@ -168,7 +129,7 @@ import Testing
 
     @Test func aGatewayThatFailsGetsEveryNotificationAfterwardsWithTheSameKeys() async throws {
         try await withEngine { engine, directory in
-            try await Self.world(engine)
+            try await PushFixtures.world(engine)
             let receiver = try await WebhookReceiver.start()
             defer { Task { try? await receiver.stop() } }
             receiver.answer(503)
@@ -177,16 +138,16 @@ import Testing
                 // Refused, and tried again (the first device's notification each time: it comes first).
                 await Self.wait(receiver, for: 3)
                 receiver.answer(200)
-                try await Self.eventually { receiver.answered.count >= 3 }
+                try await PushFixtures.eventually { receiver.answered.count >= 3 }
                 try await engine.sendMessage(in: "d1", from: "ann", body: "sentinel")
-                try await Self.eventually { receiver.answered.count >= 5 }
+                try await PushFixtures.eventually { receiver.answered.count >= 5 }
             }
             let answered = try receiver.answered.map {
                 try JSONDecoder().decode(PushNotification.self, from: Data($0.body))
             }
             // Each acknowledged once (within the process, what was acknowledged is not posted again), in order.
             #expect(
-                Self.lines(answered) == [
+                PushFixtures.lines(answered) == [
                     "ben/phone:Ann:while the gateway is down:1", "ben/tablet:Ann:while the gateway is down:1",
                     "cal/phone:Ann:while the gateway is down:1", "ben/phone:Ann:sentinel:2",
                     "ben/tablet:Ann:sentinel:2",
@@ -199,7 +160,7 @@ import Testing
 
     @Test func anErasedUsersDevicesAreGoneAndNothingIsSentAboutThem() async throws {
         try await withEngine { engine, directory in
-            try await Self.world(engine)
+            try await PushFixtures.world(engine)
             // About the erased user: nothing either (what he said is gone with his key).
             try await engine.sendMessage(in: "g1", from: "ben", body: "from ben, before his erasure")
             try await engine.erase("ben", actor: "ben")
@@ -213,7 +174,7 @@ import Testing
                 await Self.wait(receiver, for: 1)
             }
             let notifications = try Self.notifications(receiver)
-            let lines = Self.lines(notifications)
+            let lines = PushFixtures.lines(notifications)
             #expect(lines == ["cal/phone:Ann:sentinel:2"])
             #expect(!receiver.requests.contains { String(decoding: $0.body, as: UTF8.self).contains("ben") })
         }

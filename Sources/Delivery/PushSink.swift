@@ -1,0 +1,254 @@
+import EventLog
+import Logging
+import Projections
+
+/// The push subscription's providers: APNs, FCM and the operator's gateway, each when configured.
+public struct PushConfiguration: Sendable {
+    /// APNs, for `apns` devices.
+    public var apns: APNsConfiguration?
+    /// FCM, for `fcm` devices.
+    public var fcm: FCMConfiguration?
+    /// The operator's gateway: for `webpush` devices, and for `apns` or `fcm` ones when that provider is not
+    /// configured.
+    public var gateway: PushGatewayConfiguration?
+    /// The subscription's name (its stored position's file or subject, its metrics' label).
+    public var name: SubscriptionName = .push
+    /// When a failed delivery is tried again, and when it is parked.
+    public var retry = RetryPolicy()
+    /// The longest wait a provider's `Retry-After` is honoured for (a longer one is cut to this).
+    public var maximumRetryAfter: Duration = .seconds(600)
+
+    /// Notifications through the providers given.
+    public init(
+        apns: APNsConfiguration? = nil, fcm: FCMConfiguration? = nil, gateway: PushGatewayConfiguration? = nil
+    ) {
+        self.apns = apns
+        self.fcm = fcm
+        self.gateway = gateway
+    }
+
+    /// The event types that can notify anyone; the push subscription reads only these (the others still move its
+    /// position).
+    public static let eventTypes: Set<String> = [
+        MessageSent.typeName, FriendRequested.typeName, GuestsInvited.typeName, RSVPGiven.typeName,
+    ]
+}
+
+extension SubscriptionName {
+    /// The name of `parley serve`'s push subscription.
+    public static let push = SubscriptionName(rawValue: "push")!
+}
+
+/// The push subscription's sink: works out a batch's notifications (``Engine/pushNotifications(for:)``: one per
+/// event and recipient device) and hands each to the provider for its device's platform.
+///
+/// Routing: an `apns` device's notification goes to APNs and an `fcm` device's to FCM when configured, otherwise
+/// (and a `webpush` device's always) to the gateway when configured; with none for it, it is skipped (counted in
+/// ``counts``, and logged once per platform).
+///
+/// A delivery posts its notifications in order, one at a time. What the provider made of each:
+/// - delivered: done;
+/// - the device is gone (a token the provider no longer knows): the device is removed from its user
+///   (``Engine/removeDevice(_:of:time:)``, a `DeviceRemoved` event), so nothing more is sent to it, and it is done;
+/// - dropped (a notification the provider will never take): logged, and done — it is lost, but one bad payload
+///   never holds every later notification back;
+/// - throttled or failing: the delivery fails, and is tried again (``RetryPolicy``), not before the `Retry-After`
+///   the provider gave (up to ``PushConfiguration/maximumRetryAfter``).
+///
+/// Those done within the batch being delivered are not sent again when it is retried within this process; after a
+/// restart they may be, with the same idempotency key (the notification's `id`; APNs' `apns-id` and FCM's `data.id`
+/// derive from it). The notifications are worked out at each attempt, from the state then.
+public final class PushSink: DeliverySink {
+    /// What became of the notifications since the process started.
+    public struct Counts: Sendable, Hashable {
+        /// Accepted by a provider.
+        public var sent = 0
+        /// Whose device a provider said was gone, and was removed.
+        public var devicesRemoved = 0
+        /// Refused by a provider for good (logged).
+        public var dropped = 0
+        /// Sent nowhere: no provider for the device's platform.
+        public var skipped = 0
+
+        /// Counts with these values.
+        public init(sent: Int = 0, devicesRemoved: Int = 0, dropped: Int = 0, skipped: Int = 0) {
+            (self.sent, self.devicesRemoved, self.dropped, self.skipped) = (sent, devicesRemoved, dropped, skipped)
+        }
+    }
+
+    private struct State {
+        /// The batch being delivered (its last position) and the notifications done within it.
+        var through = Position.zero
+        var done: Set<String> = []
+        var counts = Counts()
+        /// Per provider, when a `Retry-After` it gave ends.
+        var notBefore: [String: ContinuousClock.Instant] = [:]
+        /// The platforms whose skipped notifications were logged.
+        var skippedPlatforms: Set<PushPlatform> = []
+    }
+
+    let engine: Engine
+    /// The provider of each platform that has one.
+    let routes: [PushPlatform: any PushProvider]
+    private let providers: [any PushProvider]
+    private let maximumRetryAfter: Duration
+    private let logger: Logger
+    private let state = PlainMutex(State())
+
+    /// A sink for `configuration`, working notifications out from `engine`'s state.
+    /// - Throws: ``DeliveryError/Code/invalidConfiguration`` for a provider configuration it refuses, or none at
+    ///   all.
+    public convenience init(
+        _ configuration: PushConfiguration, engine: Engine, logger: Logger = Logger(label: "parley.delivery")
+    ) throws(DeliveryError) {
+        let apns = try configuration.apns.map { configuration throws(DeliveryError) in try APNsProvider(configuration) }
+        let fcm = try configuration.fcm.map { configuration throws(DeliveryError) in try FCMProvider(configuration) }
+        let gateway = try configuration.gateway.map { gateway throws(DeliveryError) in
+            try PushGateway(gateway, subscription: configuration.name)
+        }
+        var routes: [PushPlatform: any PushProvider] = [:]
+        routes[.apns] = apns ?? gateway
+        routes[.fcm] = fcm ?? gateway
+        routes[.webpush] = gateway
+        try self.init(
+            routes: routes, engine: engine, maximumRetryAfter: configuration.maximumRetryAfter, logger: logger)
+    }
+
+    /// A sink handing each platform's notifications to the provider `routes` gives it.
+    /// - Throws: ``DeliveryError/Code/invalidConfiguration`` when `routes` is empty or `maximumRetryAfter` is
+    ///   negative.
+    public init(
+        routes: [PushPlatform: any PushProvider], engine: Engine, maximumRetryAfter: Duration = .seconds(600),
+        logger: Logger = Logger(label: "parley.delivery")
+    ) throws(DeliveryError) {
+        guard !routes.isEmpty else {
+            throw DeliveryError(
+                .invalidConfiguration,
+                "push needs a provider: APNs (--apns-key-file), FCM (--fcm-service-account) or a gateway "
+                    + "(--push-gateway)")
+        }
+        guard maximumRetryAfter >= .zero else {
+            throw DeliveryError(.invalidConfiguration, "the longest Retry-After honoured cannot be negative")
+        }
+        var providers: [any PushProvider] = []
+        for platform in PushPlatform.allCases {
+            guard let provider = routes[platform] else { continue }
+            if !providers.contains(where: { $0 === provider }) { providers.append(provider) }
+        }
+        self.routes = routes
+        self.providers = providers
+        self.engine = engine
+        self.maximumRetryAfter = maximumRetryAfter
+        self.logger = logger
+    }
+
+    /// The provider `platform`'s notifications go to; nil when they are skipped.
+    public func provider(for platform: PushPlatform) -> (any PushProvider)? { routes[platform] }
+
+    /// What became of the notifications since the process started.
+    public var counts: Counts { state.withLock { $0.counts } }
+
+    /// Shuts every provider's HTTP client down, once no delivery runs.
+    public func shutdown() async {
+        for provider in providers { await provider.shutdown() }
+    }
+
+    public func deliver(_ batch: DeliveryBatch) async throws(DeliveryError) {
+        let engine = engine
+        let events = batch.events
+        // Reading the state may decode a snapshot section: on a thread of its own, never on the pool.
+        let notifications = try await onDedicatedThread("parley-push-routing") {
+            () throws(DeliveryError) -> [PushNotification] in
+            do {
+                return try engine.pushNotifications(for: events)
+            } catch {
+                throw DeliveryError(
+                    .unreadableState, "cannot work out whom to notify, so nothing is sent: \(error)", cause: error)
+            }
+        }
+        let done = state.withLock { state -> Set<String> in
+            if state.through != batch.through { (state.through, state.done) = (batch.through, []) }
+            return state.done
+        }
+        for notification in notifications where !done.contains(notification.id) {
+            try await send(notification)
+            state.withLock { state in
+                if state.through == batch.through { state.done.insert(notification.id) }
+            }
+        }
+    }
+
+    /// Sends `notification` through its platform's provider and acts on the outcome.
+    /// - Throws: the ``DeliveryError`` the delivery fails with, when it must be tried again.
+    private func send(_ notification: PushNotification) async throws(DeliveryError) {
+        guard let provider = routes[notification.platform] else {
+            let first = state.withLock { state in
+                state.counts.skipped += 1
+                return state.skippedPlatforms.insert(notification.platform).inserted
+            }
+            if first {
+                logger.warning(
+                    "no push provider for \(notification.platform.rawValue) devices: their notifications are skipped",
+                    metadata: ["platform": "\(notification.platform.rawValue)"])
+            }
+            return
+        }
+        try await waitForRetryAfter(of: provider)
+        switch try await provider.send(notification) {
+        case .delivered:
+            state.withLock { $0.counts.sent += 1 }
+        case .deviceGone(let reason):
+            try await removeDevice(of: notification, reason: reason)
+            state.withLock { $0.counts.devicesRemoved += 1 }
+        case .dropped(let reason):
+            state.withLock { $0.counts.dropped += 1 }
+            logger.warning(
+                "a push provider refused a notification for good: it is dropped",
+                metadata: ["provider": "\(provider.name)", "notification": "\(notification.id)", "reason": "\(reason)"])
+        case .retry(let after, let reason):
+            var message = "\(provider.name) refused notification \(notification.id) for now: \(reason)"
+            if let after {
+                let wait = min(after, maximumRetryAfter)
+                state.withLock { $0.notBefore[provider.name] = .now + wait }
+                message += "; not retried before \(wait)"
+            }
+            throw DeliveryError(.rejected, message)
+        }
+    }
+
+    /// Suspends until the `Retry-After` `provider` last gave has passed.
+    private func waitForRetryAfter(of provider: any PushProvider) async throws(DeliveryError) {
+        guard let instant = state.withLock({ $0.notBefore[provider.name] }) else { return }
+        if instant > .now {
+            do {
+                try await Task.sleep(until: instant)
+            } catch {
+                throw DeliveryError(.unreachable, "cancelled while waiting for \(provider.name)'s Retry-After")
+            }
+        }
+        state.withLock { state in
+            if state.notBefore[provider.name] == instant { state.notBefore[provider.name] = nil }
+        }
+    }
+
+    /// Removes `notification`'s device, which its provider said is gone (already removed, or its user erased, is
+    /// as good).
+    /// - Throws: ``DeliveryError/Code/rejected`` when the engine refused the removal (the delivery is tried again).
+    private func removeDevice(of notification: PushNotification, reason: String) async throws(DeliveryError) {
+        do {
+            try await engine.removeDevice(notification.device, of: notification.user)
+            logger.info(
+                "a push provider says a device is gone: it is removed",
+                metadata: [
+                    "user": "\(notification.user)", "device": "\(notification.device)", "reason": "\(reason)",
+                ])
+        } catch  where error.code == .deviceNotFound || error.code == .userNotFound {
+            return
+        } catch {
+            throw DeliveryError(
+                .rejected,
+                "device \(notification.device) of \(notification.user) is gone (\(reason)), and removing it failed: "
+                    + "\(error)", cause: error)
+        }
+    }
+}
