@@ -44,26 +44,33 @@ public struct UserErased: CatalogueEvent {
         let u = state.user(user)
         state.accounts.erase(u)
         state.graph.erase(u)
-        for room in state.chat.userRooms[Int(u)] where state.chat.rooms[Int(room)].kind != .direct {
-            state.chat.removeMember(u, from: room)
+        // The rows others see change where the user's name, messages, group names or activity titles showed.
+        state.touchCounterpartRows(of: u, at: position)
+        for room in state.chat.userRooms[Int(u)].sorted() where state.chat.rooms[Int(room)].kind != .direct {
+            state.chat.removeMember(u, from: room, position: position)
         }
+        var roomsWritten = Set<Int32>()
         for index in state.chat.messages.indices where state.chat.messages[index].sender == u {
             state.chat.forgetContent(Int32(index))
             state.chat.messages[index].isDeleted = true
+            roomsWritten.insert(state.chat.messages[index].room)
         }
+        for room in roomsWritten.sorted() { state.chat.touchRows(of: room, at: position) }
         for (index, room) in state.chat.rooms.enumerated() where room.createdBy == u && room.kind == .group {
             state.chat.rooms[index].name = nil
+            state.chat.touchRows(of: Int32(index), at: position)
         }
-        for activity in state.activities.userActivities[Int(u)] {
+        for activity in state.activities.userActivities[Int(u)].sorted() {
             let record = state.activities.activities[Int(activity)]
             if record.host == u {
-                state.activities.cancelled(activity)
+                state.activities.cancelled(activity, position: position)
                 state.activities.activities[Int(activity)].title = ""
                 state.activities.activities[Int(activity)].description = nil
                 state.activities.activities[Int(activity)].place = nil
+                state.chat.touchRows(of: record.room, at: position)
             } else {
-                state.activities.revoked(u, from: activity)
-                state.chat.removeMember(u, from: record.room)
+                state.activities.revoked(u, from: activity, position: position)
+                state.chat.removeMember(u, from: record.room, position: position)
             }
         }
         state.gratitude.erase(u)

@@ -52,21 +52,36 @@ struct ActivitiesProjection {
     var activities: [ActivityRecord] = []
     /// Activities a user hosts or is a (not revoked) guest of (derived).
     var userActivities: [Set<Int32>] = []
+    /// Per user, their feed items by last change (``ChangeIndex``): an item changes when the activity is hosted,
+    /// updated or cancelled, when the user is invited or revoked, and when they answer.
+    var feedChanges = ChangeIndex()
 
     init() {}
 
-    mutating func addUser() { userActivities.append([]) }
+    mutating func addUser() {
+        userActivities.append([])
+        feedChanges.addUser()
+    }
 
-    mutating func hosted(_ event: ActivityHosted, activity: Int32, host: Int32, room: Int32) {
+    /// Records that the feed item of `activity` changed at `position` for its host and every guest.
+    mutating func touchFeedItems(of activity: Int32, at position: UInt64) {
+        let record = activities[Int(activity)]
+        feedChanges.touch(record.host, activity, at: position)
+        for guest in record.guests { feedChanges.touch(guest.user, activity, at: position) }
+    }
+
+    mutating func hosted(_ event: ActivityHosted, activity: Int32, host: Int32, room: Int32, position: UInt64) {
         precondition(Int(activity) == activities.count, "activities are added in interning order")
         activities.append(
             ActivityRecord(
                 host: host, kind: event.kind, title: event.title, description: event.description,
                 startsAt: event.startsAt, endsAt: event.endsAt, place: event.place, room: room))
         userActivities[Int(host)].insert(activity)
+        feedChanges.touch(host, activity, at: position)
     }
 
-    mutating func updated(_ event: ActivityUpdated, activity: Int32) {
+    mutating func updated(_ event: ActivityUpdated, activity: Int32, position: UInt64) {
+        touchFeedItems(of: activity, at: position)
         let a = Int(activity)
         if let title = event.title { activities[a].title = title }
         if let description = event.description { activities[a].description = description }
@@ -75,25 +90,31 @@ struct ActivitiesProjection {
         if let place = event.place { activities[a].place = place }
     }
 
-    mutating func cancelled(_ activity: Int32) { activities[Int(activity)].isCancelled = true }
+    mutating func cancelled(_ activity: Int32, position: UInt64) {
+        activities[Int(activity)].isCancelled = true
+        touchFeedItems(of: activity, at: position)
+    }
 
-    mutating func invited(_ guest: Int32, to activity: Int32) {
+    mutating func invited(_ guest: Int32, to activity: Int32, position: UInt64) {
         let a = Int(activity)
         guard activities[a].guestIndex(guest) == nil, activities[a].host != guest else { return }
         activities[a].guests.append(Guest(user: guest, state: .invited))
         userActivities[Int(guest)].insert(activity)
+        feedChanges.touch(guest, activity, at: position)
     }
 
-    mutating func revoked(_ guest: Int32, from activity: Int32) {
+    mutating func revoked(_ guest: Int32, from activity: Int32, position: UInt64) {
         let a = Int(activity)
         guard let index = activities[a].guestIndex(guest) else { return }
         activities[a].guests.remove(at: index)
         userActivities[Int(guest)].remove(activity)
+        feedChanges.touch(guest, activity, at: position)
     }
 
-    mutating func answered(_ user: Int32, _ answer: RSVPAnswer, on activity: Int32) {
+    mutating func answered(_ user: Int32, _ answer: RSVPAnswer, on activity: Int32, position: UInt64) {
         let a = Int(activity)
         guard let index = activities[a].guestIndex(user) else { return }  // the host's answer changes nothing
+        feedChanges.touch(user, activity, at: position)
         switch answer {
         case .going: activities[a].guests[index].state = .going
         case .maybe: activities[a].guests[index].state = .maybe
@@ -125,6 +146,7 @@ struct ActivitiesProjection {
                 writer.rawEnum(guest.state)
             }
         }
+        feedChanges.write(to: &writer)
     }
 
     init(reading reader: inout ByteReader, userCount: Int, keys: PersonalKeys?, ids: Interner)
@@ -158,5 +180,6 @@ struct ActivitiesProjection {
             }
             activities.append(activity)
         }
+        feedChanges = try ChangeIndex(reading: &reader, userCount: userCount, rowCount: n)
     }
 }

@@ -5,7 +5,7 @@ extension ActivityHosted {
         let (activityIndex, isNew) = state.activityIDs.intern(activity.rawValue)
         guard isNew else { return }
         let (roomIndex, roomIsNew) = state.rooms.intern(room.rawValue)
-        state.activities.hosted(self, activity: activityIndex, host: hostIndex, room: roomIndex)
+        state.activities.hosted(self, activity: activityIndex, host: hostIndex, room: roomIndex, position: position)
         if roomIsNew {
             state.chat.createRoom(
                 roomIndex, kind: .activity, name: nil, by: hostIndex, members: [hostIndex], activity: activityIndex,
@@ -17,14 +17,16 @@ extension ActivityHosted {
 extension ActivityUpdated {
     func apply(to state: inout ProjectionState, position: UInt64, time: Int64) {
         guard let index = state.activityIDs.index(of: activity.rawValue) else { return }
-        state.activities.updated(self, activity: index)
+        state.activities.updated(self, activity: index, position: position)
+        // The activity's room is titled after it.
+        if title != nil { state.chat.touchRows(of: state.activities.activities[Int(index)].room, at: position) }
     }
 }
 
 extension ActivityCancelled {
     func apply(to state: inout ProjectionState, position: UInt64, time: Int64) {
         guard let index = state.activityIDs.index(of: activity.rawValue) else { return }
-        state.activities.cancelled(index)
+        state.activities.cancelled(index, position: position)
     }
 }
 
@@ -33,7 +35,7 @@ extension GuestsInvited {
         guard let index = state.activityIDs.index(of: activity.rawValue) else { return }
         for guest in guests {
             let guestIndex = state.user(guest)
-            state.activities.invited(guestIndex, to: index)
+            state.activities.invited(guestIndex, to: index, position: position)
             state.syncActivityRoom(index, user: guestIndex, position: position)
         }
     }
@@ -43,7 +45,7 @@ extension InvitationRevoked {
     func apply(to state: inout ProjectionState, position: UInt64, time: Int64) {
         let guestIndex = state.user(guest)
         guard let index = state.activityIDs.index(of: activity.rawValue) else { return }
-        state.activities.revoked(guestIndex, from: index)
+        state.activities.revoked(guestIndex, from: index, position: position)
         state.syncActivityRoom(index, user: guestIndex, position: position)
     }
 }
@@ -52,7 +54,7 @@ extension RSVPGiven {
     func apply(to state: inout ProjectionState, position: UInt64, time: Int64) {
         let guestIndex = state.user(user)
         guard let index = state.activityIDs.index(of: activity.rawValue) else { return }
-        state.activities.answered(guestIndex, answer, on: index)
+        state.activities.answered(guestIndex, answer, on: index, position: position)
         state.syncActivityRoom(index, user: guestIndex, position: position)
     }
 }
@@ -69,7 +71,7 @@ extension ProjectionState {
         if belongs && !isMember {
             chat.addMember(user, to: room, position: position)
         } else if !belongs && isMember {
-            chat.removeMember(user, from: room)
+            chat.removeMember(user, from: room, position: position)
         }
     }
 }

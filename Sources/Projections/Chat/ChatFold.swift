@@ -36,7 +36,7 @@ extension MemberLeft {
     func apply(to state: inout ProjectionState, position: UInt64, time: Int64) {
         let member = state.user(user)
         guard let roomIndex = state.rooms.index(of: room.rawValue) else { return }
-        state.chat.removeMember(member, from: roomIndex)
+        state.chat.removeMember(member, from: roomIndex, position: position)
     }
 }
 
@@ -45,7 +45,7 @@ extension MemberRemoved {
         // The same membership effect as a leave.
         let member = state.user(user)
         guard let roomIndex = state.rooms.index(of: room.rawValue) else { return }
-        state.chat.removeMember(member, from: roomIndex)
+        state.chat.removeMember(member, from: roomIndex, position: position)
     }
 }
 
@@ -73,14 +73,14 @@ extension MessageSent {
 extension MessageEdited {
     func apply(to state: inout ProjectionState, position: UInt64, time: Int64) {
         guard let index = state.messageIDs.index(of: message.rawValue) else { return }
-        state.chat.edited(index, body: body, sealed: sealed)
+        state.chat.edited(index, body: body, sealed: sealed, position: position, graph: state.graph)
     }
 }
 
 extension MessageDeleted {
     func apply(to state: inout ProjectionState, position: UInt64, time: Int64) {
         guard let index = state.messageIDs.index(of: message.rawValue) else { return }
-        state.chat.deleted(index, graph: state.graph)
+        state.chat.deleted(index, position: position, graph: state.graph)
     }
 }
 
@@ -91,7 +91,7 @@ extension MessagesRead {
             let messageIndex = state.messageIDs.index(of: upTo.rawValue),
             state.chat.messages[Int(messageIndex)].room == roomIndex
         else { return }
-        state.chat.read(room: roomIndex, user: reader, upTo: messageIndex, graph: state.graph)
+        state.chat.read(room: roomIndex, user: reader, upTo: messageIndex, position: position, graph: state.graph)
     }
 }
 

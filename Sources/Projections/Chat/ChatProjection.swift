@@ -80,10 +80,17 @@ struct ChatProjection {
     var userRooms: [Set<Int32>] = []
     /// Direct room per unordered pair of users (derived).
     var directRooms: [UInt64: Int32] = [:]
+    /// Per user, their room-list rows by last change (``ChangeIndex``): a row changes when the user joins or leaves
+    /// the room, hides it, reads it, or when what their row shows (last message, unread count, title, counterpart)
+    /// changes. Kept in the fold, since a row's last change cannot be told from the rest of the state.
+    var rowChanges = ChangeIndex()
 
     init() {}
 
-    mutating func addUser() { userRooms.append([]) }
+    mutating func addUser() {
+        userRooms.append([])
+        rowChanges.addUser()
+    }
 
     static func pairKey(_ a: Int32, _ b: Int32) -> UInt64 {
         let (low, high) = a < b ? (a, b) : (b, a)
@@ -110,12 +117,28 @@ struct ChatProjection {
         guard rooms[Int(room)].memberIndex(user) == nil else { return }
         rooms[Int(room)].members.append(Member(user: user, readMarker: position, unread: 0))
         userRooms[Int(user)].insert(room)
+        rowChanges.touch(user, room, at: position)
     }
 
-    mutating func removeMember(_ user: Int32, from room: Int32) {
+    mutating func removeMember(_ user: Int32, from room: Int32, position: UInt64) {
         guard let index = rooms[Int(room)].memberIndex(user) else { return }
         rooms[Int(room)].members.remove(at: index)
         userRooms[Int(user)].remove(room)
+        rowChanges.touch(user, room, at: position)
+    }
+
+    /// Records that every member's row of `room` changed at `position` (its title changed).
+    mutating func touchRows(of room: Int32, at position: UInt64) {
+        for member in rooms[Int(room)].members { rowChanges.touch(member.user, room, at: position) }
+    }
+
+    /// Records that the rows of `room` changed at `position` for every member who sees `message` (its preview or
+    /// the unread count may have changed); a member who blocked its sender before it was sent does not see it.
+    mutating func touchRows(seeing message: Int32, at position: UInt64, graph: GraphProjection) {
+        let m = messages[Int(message)]
+        for member in rooms[Int(m.room)].members where !graph.hides(m.sender, from: member.user, at: m.position) {
+            rowChanges.touch(member.user, m.room, at: position)
+        }
     }
 
     /// Adds message `message` (the caller interned it as new) with the fields of its `MessageSent`; `blockers`
@@ -146,18 +169,23 @@ struct ChatProjection {
         rooms[r].lastMessage = message
         rooms[r].liveMessageCount += 1
         for index in rooms[r].members.indices {
-            if rooms[r].members[index].user == sender {
+            let user = rooms[r].members[index].user
+            if user == sender {
                 rooms[r].members[index].readMarker = position
                 rooms[r].members[index].unread = 0
-            } else if blockers.isEmpty || !blockers.contains(rooms[r].members[index].user) {
+            } else if blockers.isEmpty || !blockers.contains(user) {
                 rooms[r].members[index].unread += 1
+            } else {
+                continue  // hidden from them: their row does not change
             }
+            rowChanges.touch(user, room, at: position)
         }
     }
 
     /// Sets the message's body: `sealed` (an edit's seal), or `body` in the clear (a log older than sealing).
-    mutating func edited(_ message: Int32, body: String, sealed: [UInt8]?) {
+    mutating func edited(_ message: Int32, body: String, sealed: [UInt8]?, position: UInt64, graph: GraphProjection) {
         guard !messages[Int(message)].isDeleted else { return }
+        touchRows(seeing: message, at: position, graph: graph)
         if let sealed {
             editSeals[message] = sealed
             messages[Int(message)].body = nil
@@ -178,9 +206,10 @@ struct ChatProjection {
         messages[Int(message)].media = -1
     }
 
-    mutating func deleted(_ message: Int32, graph: GraphProjection) {
+    mutating func deleted(_ message: Int32, position: UInt64, graph: GraphProjection) {
         let m = messages[Int(message)]
         guard !m.isDeleted else { return }
+        touchRows(seeing: message, at: position, graph: graph)
         messages[Int(message)].isDeleted = true
         forgetContent(message)
         let r = Int(m.room)
@@ -193,25 +222,29 @@ struct ChatProjection {
         }
     }
 
-    mutating func read(room: Int32, user: Int32, upTo message: Int32, graph: GraphProjection) {
+    mutating func read(room: Int32, user: Int32, upTo message: Int32, position: UInt64, graph: GraphProjection) {
         let r = Int(room)
         guard let index = rooms[r].memberIndex(user) else { return }
         let marker = messages[Int(message)].position
         guard marker > rooms[r].members[index].readMarker else { return }
         rooms[r].members[index].readMarker = marker
         rooms[r].members[index].unread = countUnread(room: room, user: user, after: marker, graph: graph)
+        rowChanges.touch(user, room, at: position)
     }
 
-    /// Counts `user`'s unread messages in `room` again (after a block that hid some of them is lifted).
-    mutating func recountUnread(room: Int32, user: Int32, graph: GraphProjection) {
+    /// Counts `user`'s unread messages in `room` again (after a block that hid some of them is lifted: the row's
+    /// last message and place may change too, so it counts as changed at `position`).
+    mutating func recountUnread(room: Int32, user: Int32, position: UInt64, graph: GraphProjection) {
         guard let index = rooms[Int(room)].memberIndex(user) else { return }
         let marker = rooms[Int(room)].members[index].readMarker
         rooms[Int(room)].members[index].unread = countUnread(room: room, user: user, after: marker, graph: graph)
+        rowChanges.touch(user, room, at: position)
     }
 
     mutating func hide(room: Int32, user: Int32, position: UInt64) {
         guard let index = rooms[Int(room)].memberIndex(user) else { return }
         rooms[Int(room)].members[index].hiddenAt = position
+        rowChanges.touch(user, room, at: position)
     }
 
     /// Whether `user` hid `room` and no message they see arrived since: it is then out of their room list.
@@ -322,6 +355,7 @@ struct ChatProjection {
             writer.signed(Int64(message))
             writer.writeLengthPrefixed(seal)
         }
+        rowChanges.write(to: &writer)
     }
 
     init(reading reader: inout ByteReader, userCount: Int, keys: PersonalKeys?, ids: Interner)
@@ -406,6 +440,7 @@ struct ChatProjection {
             }
             editSeals[message] = Array(try reader.utf8())
         }
+        rowChanges = try ChangeIndex(reading: &reader, userCount: userCount, rowCount: roomCount)
         for room in rooms.indices { rooms[room].lastMessage = lastMessage[room] }
     }
 }

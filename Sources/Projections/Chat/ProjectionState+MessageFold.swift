@@ -25,7 +25,7 @@ extension ProjectionState {
     }
 
     /// Folds a `MessagesRead` payload (see `MessagesRead.apply(to:position:time:)`).
-    mutating func foldMessagesRead(_ payload: UnsafeRawBufferPointer, actor: String) -> Int32? {
+    mutating func foldMessagesRead(_ payload: UnsafeRawBufferPointer, actor: String, position: UInt64) -> Int32? {
         var reader = ByteReader(payload)
         guard let e = try? MessagesReadBytes(reading: &reader) else { return nil }
         let user = user(utf8: e.user)
@@ -33,7 +33,7 @@ extension ProjectionState {
         guard let room = rooms.index(ofUTF8: e.room), let message = messageIDs.index(ofUTF8: e.upTo),
             chat.messages[Int(message)].room == room
         else { return acting }
-        chat.read(room: room, user: user, upTo: message, graph: graph)
+        chat.read(room: room, user: user, upTo: message, position: position, graph: graph)
         return acting
     }
 

@@ -97,7 +97,7 @@ struct ProjectionState {
             let acting = foldMessageSent(payload, actor: actor, position: position, time: time)
             audit.append(position: position, time: time, actor: auditActor(actor, user: acting), type: typeIndex)
         case MessagesRead.code:
-            let acting = foldMessagesRead(payload, actor: actor)
+            let acting = foldMessagesRead(payload, actor: actor, position: position)
             audit.append(position: position, time: time, actor: auditActor(actor, user: acting), type: typeIndex)
         default:
             audit.append(position: position, time: time, actor: audit.actor(actor), type: typeIndex)
@@ -132,7 +132,7 @@ struct ProjectionState {
 
 extension ProjectionState {
     /// The version of the snapshot encoding; a snapshot of any other version is ignored.
-    static let snapshotFormatVersion: UInt32 = 8
+    static let snapshotFormatVersion: UInt32 = 9
 
     /// The canonical serialisation of the whole state (deterministic: sets and dictionaries sorted): the
     /// ``SnapshotPart``s in order.

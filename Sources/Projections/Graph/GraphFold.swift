@@ -48,8 +48,9 @@ extension UserUnblocked {
         state.graph.unblocked(a, b)
         // What `blocked` sent during the block was hidden from `user` and left out of their unread counts; it
         // shows again, so their counts are made again (a block itself changes none: nothing came after it yet).
-        for room in state.chat.userRooms[Int(a)] {
-            state.chat.recountUnread(room: room, user: a, graph: state.graph)
+        // In room order: the rows' order of change is state (snapshots, digests), a set's order is not.
+        for room in state.chat.userRooms[Int(a)].sorted() {
+            state.chat.recountUnread(room: room, user: a, position: position, graph: state.graph)
         }
     }
 }

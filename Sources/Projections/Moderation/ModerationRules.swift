@@ -82,7 +82,7 @@ extension ReportResolved {
             guard case .message(_, let message) = target, let m = state.messageIDs.index(of: message.rawValue) else {
                 return
             }
-            state.chat.deleted(m, graph: state.graph)
+            state.chat.deleted(m, position: position, graph: state.graph)
             state.chat.moderated.insert(m)
         case .userSuspended:
             guard let user = state.reportedUser(target), let u = state.users.index(of: user.rawValue) else { return }

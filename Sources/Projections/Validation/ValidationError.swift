@@ -150,6 +150,10 @@ public struct ValidationError: Error, Sendable, Hashable, CustomStringConvertibl
         public static let recordTooLarge = Code("recordTooLarge")
         /// The store failed underneath; ``ValidationError/storageError`` keeps its code and errno.
         public static let storage = Code("storage")
+
+        // Queries
+        /// A log position after the one the state is at (a `since` no answer gave).
+        public static let positionAhead = Code("positionAhead")
     }
 
     /// Which rule.
