@@ -444,6 +444,10 @@ enum OpenAPI {
             "FeelingList": array(ref("Feeling")),
             "Feeling": object(["feeling": string, "name": string, "emoji": string]),
             "Feed": array(ref("FeedItem")),
+            "Sync": object([
+                "position": integer, "rooms": array(ref("RoomSummary")), "removedRooms": array(string),
+                "feed": array(ref("FeedItem")), "removedActivities": array(string), "requests": ref("FriendRequests"),
+            ]),
             "FeedItem": object([
                 "activity": string, "kind": enumeration(ActivityKind.self), "title": string, "startsAt": time,
                 "role": enumeration(["host", "guest"]), "rsvp": nullable(enumeration(RSVPAnswer.self)),

@@ -70,6 +70,24 @@ extension API {
         ) { user, request in
             try engine.feed(user, from: try request.queryTime("from") ?? .min)
         }
+        let positions: ClosedRange<Int64> = 0...Int64.max
+        own(
+            "/v1/me/sync", "sync",
+            "What changed after log position `since` (0 or absent: everything): changed room-list rows with unread "
+                + "counts, changed feed items, those that left the list or the feed, every pending friend request, "
+                + "and the `position` to pass as `since` next time.",
+            "Sync", query: [.integer("since", positions)]
+        ) { user, request in
+            let since = try request.query("since", in: positions) ?? 0
+            do {
+                return try engine.sync(user, since: Position(UInt64(since)))
+            } catch let error as ValidationError where error.code == .positionAhead {
+                throw APIError.badRequest(
+                    "positionAhead",
+                    "since \(since) is after the log's position: pass the position an earlier sync answered, or 0 "
+                        + "for everything")
+            }
+        }
 
         t.add(
             RouteSpec(
