@@ -19,7 +19,9 @@ struct ServeCommand: AsyncParsableCommand {
             With --dev and no key, a secret is made beside the data directory (DIR.dev-secret) and ready tokens are printed.
             With --store, the log is a NATS JetStream stream shared by several nodes: one writes, the others follow \
             (serving queries and live updates, answering commands with 503 and the writer's address in \
-            Parley-Writer), and a follower takes over when the writer falls silent.
+            Parley-Writer), and a follower takes over when the writer falls silent. Each node keeps its copy of \
+            the stream in --data DIR when given (a restart reads only the newer messages), else in a temporary \
+            directory read from the stream at each start.
             """)
 
     @OptionGroup var global: GlobalOptions
@@ -133,6 +135,9 @@ struct ServeCommand: AsyncParsableCommand {
             replicated.leaseDuration = .milliseconds(milliseconds)
             replicated.leaseRenewal = .milliseconds(milliseconds / 5)
             replicated.leaseMargin = .milliseconds(milliseconds / 4)
+            // The node's copy of the stream: kept across restarts in --data when given (a restart then reads only
+            // the newer messages), else in a temporary directory read whole at each start.
+            replicated.directory = global.data
             let log = try await store.openReplicatedLog(replicated)
             do {
                 engine = try await onDedicatedThread("parley-opening") { () throws(Projections.ValidationError) in

@@ -521,7 +521,7 @@ extension EventLog {
     }
 
     /// Seals the tail segment with its footer and starts a new one.
-    private func roll() throws(EventLogError) {
+    func roll() throws(EventLogError) {
         let footer = SegmentScanner.footer(
             count: writer.tailRecordCount, lastPosition: writer.nextPosition - 1, digest: writer.tailDigest)
         try writer.tailFile.write(footer, at: writer.tailOffset)
@@ -540,7 +540,7 @@ extension EventLog {
         writer.tailRecordCount = 0
     }
 
-    private func enqueueForSync(_ requests: [AppendRequest], lastPosition: UInt64, digest: [UInt8]) {
+    func enqueueForSync(_ requests: [AppendRequest], lastPosition: UInt64, digest: [UInt8]) {
         if case .buffered = configuration.durability {
             commit(through: lastPosition, digest: digest)
             writer.syncCondition.lock()
@@ -611,7 +611,7 @@ extension EventLog {
 
     /// fdatasync of a segment, timed for the observer when there is one (two clock reads beside a sync that
     /// takes a millisecond or more). A sync that fails is not reported: the log takes no more appends.
-    private func syncTimed(_ file: FileDescriptor) throws(EventLogError) {
+    func syncTimed(_ file: FileDescriptor) throws(EventLogError) {
         guard let observer = writer.syncObserver.withLock({ $0 }) else { return try file.syncData() }
         let start = ContinuousClock.now
         try file.syncData()
@@ -620,7 +620,7 @@ extension EventLog {
 
     /// Makes records up to `position` visible to readers (and to readers in other processes, through
     /// `parley.head`) and wakes subscribers.
-    private func commit(through position: UInt64, digest: [UInt8]) {
+    func commit(through position: UInt64, digest: [UInt8]) {
         let advanced = committed.withLock { head -> Bool in
             guard position > head.position else { return false }
             head.position = position

@@ -112,7 +112,7 @@ public enum ExpectedVersion: Sendable, Hashable {
 
 extension ExpectedVersion {
     /// Whether a stream whose newest version is `current` (0: no records) meets the expectation.
-    func isMet(atVersion current: UInt64) -> Bool {
+    package func isMet(atVersion current: UInt64) -> Bool {
         switch self {
         case .noStream: current == 0
         case .streamExists: current > 0
@@ -121,7 +121,7 @@ extension ExpectedVersion {
     }
 
     /// The error for record `number` of an append whose `stream` is at `current` instead.
-    func mismatch(stream: StreamName, current: UInt64, number: Int) -> EventLogError {
+    package func mismatch(stream: StreamName, current: UInt64, number: Int) -> EventLogError {
         EventLogError(
             .wrongExpectedVersion, "stream '\(stream)' is at version \(current), but record \(number) expected \(self)")
     }

@@ -48,7 +48,7 @@ extension ReplicatedLog {
         if copy == nil {
             throw Self.divergedCopy(at: message.sequence, stream: stream)
         }
-        if held > 0, try await leadersCopy(of: held) != state.withLock({ $0.batches.last?.bytes }) {
+        if held > 0, try await leadersCopy(of: held) != state.withLock({ $0.newestBatch }) {
             throw Self.divergedCopy(at: held, stream: stream)
         }
         throw EventLogError(
@@ -62,7 +62,7 @@ extension ReplicatedLog {
     /// - Throws: `.corruptBatch` saying this node's copy diverged (the leader holds another message there, or
     ///   none); `.unavailable` when the leader did not answer.
     func checkHeadAgainstLeader() async throws(EventLogError) {
-        let (held, bytes) = state.withLock { ($0.sequence, $0.batches.last?.bytes) }
+        let (held, bytes) = state.withLock { ($0.sequence, $0.newestBatch) }
         guard held > 0 else { return }
         if try await leadersCopy(of: held) != bytes { throw Self.divergedCopy(at: held, stream: configuration.stream) }
     }

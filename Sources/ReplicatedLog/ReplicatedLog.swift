@@ -5,8 +5,11 @@ import NATSClient
 /// The storage protocol on a NATS JetStream stream: Parley's log replicated by the stream's Raft group.
 ///
 /// Each message of the stream is one Parley batch, byte for byte (docs/FORMAT.md: LZ4 block, CRC-32C, chain
-/// digest). Every node keeps the whole log in memory, read from the stream and checked batch by batch (CRC,
-/// chain, dense positions), and answers reads from that copy.
+/// digest). Every node keeps a copy of the stream in a local ``EventLog`` (``LocalCopy``: the same batches byte for
+/// byte, with segments, indexes, a checkpoint and snapshots as on one machine), checks each batch it reads from the
+/// stream (CRC, chain, dense positions) before the copy takes it, and answers reads from the copy. So a node's
+/// memory follows the working set, not the history, and a node that starts again reads only the messages after its
+/// copy's head.
 ///
 /// **One writer.** Only the node holding the writer lease appends (``WriterLease``: a record in the stream
 /// `<stream>_LEASE`, taken and renewed by compare-and-set on its sequence, with a term that grows at each change of
@@ -54,6 +57,9 @@ public final class ReplicatedLog: EventStore {
         /// The longest opening waits for the servers (and for a server to serve the stream to its head), and the
         /// longest a node taking over reads the stream before it gives the lease up.
         public var openTimeout: Duration = .seconds(30)
+        /// The directory of this node's copy of the stream (``LocalCopy``); nil for a new temporary directory, removed
+        /// at close (the node then reads the whole stream at each start).
+        public var directory: String?
 
         public init(
             servers: [NATSServerAddress], stream: String = "PARLEY", replicas: Int = 3, batchSize: Int = 64 << 10,
@@ -133,15 +139,17 @@ public final class ReplicatedLog: EventStore {
     }
 
     struct State {
-        var index = RecordIndex()
+        /// This node's copy of the stream; replaced only while the log opens (``forgetHistory(because:)``).
+        var copy: LocalCopy
+        /// The records placed by this node as writer that its copy does not hold yet.
+        var pending = PendingRecords()
+        /// The position the newest batch taken from (or acknowledged by) the stream ends at; the copy's head
+        /// reaches it once the copy has written it.
         var committed: UInt64 = 0
         var digest = BatchMessage.zeroDigest
-        /// The stream sequence of the newest batch in `index`.
+        /// The stream sequence of the newest batch taken, and its bytes (checked against the leader's copy).
         var sequence: UInt64 = 0
-        /// Each batch's bytes and last position, as read or written, for `verify`.
-        var batches: [(bytes: [UInt8], last: UInt64)] = []
-        var bytes = 0
-        var typeCounts: [String: Int] = [:]
+        var newestBatch: [UInt8]?
         /// Every change of role counts one: a quick writer → follower → writer is seen as two changes.
         var role = Role.follower {
             didSet { roleEpoch &+= 1 }
@@ -156,7 +164,6 @@ public final class ReplicatedLog: EventStore {
         /// consumer delivers there is checked against the stream leader's copy before it is taken.
         var suspectSequences: Set<UInt64> = []
         var queue: [Call] = []
-        var snapshots = SnapshotShelf()
         var heartbeat: WriterHeartbeat?
         var tasks: [Task<Void, Never>] = []
         var follower: Task<Void, Never>?
@@ -174,8 +181,19 @@ public final class ReplicatedLog: EventStore {
         var campaigning = false
         /// The task taking over the writing after the lease was taken (reading the stream to its head).
         var takeover: Task<Void, Never>?
-        /// Replicas found to hold other messages than the stream leader (``Divergence``).
+        /// Replicas found to hold other messages than the stream leader (``Divergence``), and copies set aside.
         var divergenceNotes: [String] = []
+
+        /// What the copy held when the log opened (nothing, when it was set aside).
+        var copyStart: UInt64
+
+        init(copy: LocalCopy, newestBatch: [UInt8]?) {
+            self.copy = copy
+            let head = copy.log.copyHead
+            (committed, digest, sequence) = (head.position, head.digest, UInt64(head.batches))
+            copyStart = head.position
+            self.newestBatch = newestBatch
+        }
 
         /// Ends the writer's term: its loop wakes and returns.
         mutating func endTerm() {
@@ -194,8 +212,7 @@ public final class ReplicatedLog: EventStore {
     let jetStream: JetStream
     /// The most bytes the servers take in one message.
     let maximumMessage: Int
-    let state = PlainMutex(State())
-    private let notifier = CommitNotifier()
+    let state: PlainMutex<State>
     let roleNotifier = CommitNotifier()
     /// This opening of the log, in its lease records: a node restarted under the same name is another holder.
     let incarnation = UInt64.random(in: 1...UInt64.max)
@@ -203,8 +220,10 @@ public final class ReplicatedLog: EventStore {
     let leaseCalls: JetStream
 
     private init(
-        configuration: Configuration, connection: NATSConnection, maximumMessage: Int, keys: JetStreamKeyStore
+        configuration: Configuration, connection: NATSConnection, maximumMessage: Int, keys: JetStreamKeyStore,
+        copy: LocalCopy, newestBatch: [UInt8]?
     ) {
+        self.state = PlainMutex(State(copy: copy, newestBatch: newestBatch))
         self.configuration = configuration
         self.keyStore = keys
         self.connection = connection
@@ -227,12 +246,16 @@ public final class ReplicatedLog: EventStore {
                 .invalidConfiguration, "batch size \(configuration.batchSize) is outside 256 B – 8 MiB")
         }
         try WriterLease.check(configuration)
+        // The copy first: a directory in use or not a copy is refused before anything connects.
+        let listener = CopyListener()
+        let (copy, newestBatch) = try await openCopy(configuration, listener: listener)
         var options = NATSOptions(servers: configuration.servers)
         options.name = "parley \(configuration.node)"
         let connection: NATSConnection
         do {
             connection = try await NATSConnection.connect(options)
         } catch {
+            await onDedicatedThread("parley-copy-close") { copy.close() }
             throw EventLogError(
                 .unavailable, "no NATS server of \(describe(configuration.servers)) answered: \(error)", cause: error)
         }
@@ -242,19 +265,27 @@ public final class ReplicatedLog: EventStore {
                 JetStreamKeyStore.Configuration(log: configuration), jetStream: JetStream(connection))
         } catch {
             await connection.close()
+            await onDedicatedThread("parley-copy-close") { copy.close() }
             throw error
         }
         let log = ReplicatedLog(
-            configuration: configuration, connection: connection, maximumMessage: 1 << 20, keys: keys)
-        do {
+            configuration: configuration, connection: connection, maximumMessage: 1 << 20, keys: keys, copy: copy,
+            newestBatch: newestBatch)
+        listener.set(log)
+        do throws(EventLogError) {
             // A cluster that is still electing leaders answers "no responders" or nothing for a while: opening
             // tries again until its time limit, then says what failed.
             let deadline = ContinuousClock.now + configuration.openTimeout
             var fromLeader = false
+            var copyChecked = false
             while true {
                 do {
                     try await log.prepareStream()
                     try await log.prepareLeaseStream()
+                    if !copyChecked {
+                        try await log.checkCopyAgainstStream()
+                        copyChecked = true
+                    }
                     if fromLeader {
                         try await log.catchUpFromLeader(until: deadline)
                     } else {
@@ -265,18 +296,21 @@ public final class ReplicatedLog: EventStore {
                     try? await Task.sleep(for: .milliseconds(250))
                 } catch  where error.diverged && !fromLeader {
                     // What was read came in part from a replica that diverged: read it all again, from the leader.
-                    log.noteDivergence(
-                        "opening read a replica of stream \(configuration.stream) that diverged; the "
+                    try await log.forgetHistory(
+                        because: "opening read a replica of stream \(configuration.stream) that diverged; the "
                             + "stream was read again from its leader")
-                    log.forgetHistory()
                     fromLeader = true
                 }
             }
+            // Opened means readable: the copy holds every message read.
+            if let failure = await log.state.withLock({ $0.copy }).drained() { throw failure }
             // The writer is known from the start, so a refusal names it.
             await log.readLease()
         } catch {
             try? keys.close()
             await connection.close()
+            let copy = log.state.withLock { $0.copy }
+            await onDedicatedThread("parley-copy-close") { copy.close() }
             throw error
         }
         log.startFollowing()
@@ -476,21 +510,11 @@ public final class ReplicatedLog: EventStore {
             let batch = try BatchMessage.decode(
                 message.payload, expectedFirst: first, previousDigest: previous,
                 source: "the leader's copy of message \(next) of stream \(configuration.stream)")
-            state.withLock { Self.add(batch, sequence: next, to: &$0) }
-        }
-        notifier.notify()
-    }
-
-    /// Drops every batch held (before anything is built on them: only while opening).
-    func forgetHistory() {
-        state.withLock { state in
-            state.index = RecordIndex()
-            state.committed = 0
-            state.digest = BatchMessage.zeroDigest
-            state.sequence = 0
-            state.batches = []
-            state.bytes = 0
-            state.typeCounts = [:]
+            let copy = state.withLock { state in
+                Self.take(batch, sequence: next, in: &state)
+                return state.copy
+            }
+            await copy.waitForRoom()
         }
     }
 
@@ -533,29 +557,13 @@ public final class ReplicatedLog: EventStore {
         }
         // Two readers may meet while the role changes (a takeover's catch-up and the follower that replaces it):
         // a batch is added only where it was checked to follow.
-        let added = state.withLock { state in
-            guard state.sequence == expectedSequence else { return false }
-            Self.add(batch, sequence: message.sequence, to: &state)
-            return true
+        let copy = state.withLock { state -> LocalCopy? in
+            guard state.sequence == expectedSequence else { return nil }
+            Self.take(batch, sequence: message.sequence, in: &state)
+            return state.copy
         }
-        if added { notifier.notify() }
+        await copy?.waitForRoom()
         return replaced
-    }
-
-    /// Makes `batch` (already checked, at the next position) committed and visible.
-    /// `isIndexed` when the writer placed the records in the index already.
-    static func add(_ batch: BatchMessage, sequence: UInt64, isIndexed: Bool = false, to state: inout State) {
-        if !isIndexed {
-            for record in batch.records { state.index.append(record) }
-        }
-        for record in batch.records {
-            state.typeCounts[record.type, default: 0] += 1
-            state.bytes += record.payload.count
-        }
-        state.committed = batch.lastPosition
-        state.digest = batch.digest
-        state.sequence = sequence
-        state.batches.append((batch.bytes, batch.lastPosition))
     }
 
     /// Follows the stream from the newest batch held, adding each new one, while this node is a follower.
@@ -681,10 +689,12 @@ public final class ReplicatedLog: EventStore {
         roleNotifier.notify()
         follower?.cancel()
         await follower?.value
-        do {
+        do throws(EventLogError) {
             try await catchUp()
             // Every batch chains all before it: a head equal to the leader's copy means the whole history is.
             try await checkHeadAgainstLeader()
+            // New calls are placed against the copy's indexes: it must hold everything read.
+            if let failure = await state.withLock({ $0.copy }).drained() { throw failure }
         } catch {
             if error.code == .corruptBatch {
                 failAll(error)
@@ -733,7 +743,7 @@ public final class ReplicatedLog: EventStore {
             if state.inFlight {
                 state.followAfterFlight = true
             } else {
-                state.index.truncate(after: state.committed)
+                state.pending.truncate(after: state.committed)
             }
             defer { state.queue.removeAll() }
             return (state.queue, true, !state.inFlight)
@@ -867,9 +877,10 @@ public final class ReplicatedLog: EventStore {
         let placed = state.withLock { state -> (records: [Record], previous: [UInt8], sequence: UInt64) in
             let now = currentTimeMilliseconds()
             for call in calls {
-                answers.append((call, state.index.place(call.records, now: now)))
+                answers.append(
+                    (call, state.pending.place(call.records, now: now, after: state.committed, copy: state.copy.log)))
             }
-            let records = Array(state.index.records[Int(state.committed)...])
+            let records = state.pending.records(after: state.committed)
             if !records.isEmpty { state.inFlight = true }
             return (records, state.digest, state.sequence)
         }
@@ -879,29 +890,47 @@ public final class ReplicatedLog: EventStore {
         }
         let outcome = await publish(placed.records, previous: placed.previous, after: placed.sequence, term: term)
         // The batch is answered: it is added if the stream has it, and a node that stepped down meanwhile follows.
-        let follows = state.withLock { state -> Bool in
+        // Once the copy has written the batch, its calls are answered (so a read on this node sees what it answered).
+        let stream = configuration.stream
+        let answerOnceCopied: @Sendable (EventLogError?) -> Void = { [answers] failure in
+            for (call, answer) in answers {
+                guard let failure else {
+                    call.completion(answer)
+                    continue
+                }
+                call.completion(
+                    .failure(
+                        EventLogError(
+                            .unavailable,
+                            "stream \(stream) took the append, but this node's copy could not write it "
+                                + "(\(failure.message)); sending it again with the same ids is safe",
+                            cause: failure)))
+            }
+        }
+        let (follows, taken) = state.withLock { state -> (Bool, Bool) in
             state.inFlight = false
+            var taken = false
             if case .failure = outcome { state.suspectSequences.insert(placed.sequence + 1) }
             if case .success(let (batch, sequence)) = outcome, state.sequence == placed.sequence {
-                if UInt64(state.index.records.count) != batch.lastPosition {
+                if state.pending.last(after: state.committed) != batch.lastPosition {
                     // Dropped meanwhile (the store failed): placed again as the stream holds them.
-                    state.index.truncate(after: state.committed)
-                    for record in batch.records { state.index.append(record) }
+                    state.pending.truncate(after: state.committed)
+                    state.pending.append(batch.records)
                 }
-                Self.add(batch, sequence: sequence, isIndexed: true, to: &state)
+                Self.take(batch, sequence: sequence, in: &state, done: answerOnceCopied)
+                taken = true
             }
             guard state.followAfterFlight else {
-                if case .failure = outcome { state.index.truncate(after: state.committed) }
-                return false
+                if case .failure = outcome { state.pending.truncate(after: state.committed) }
+                return (false, taken)
             }
             state.followAfterFlight = false
-            state.index.truncate(after: state.committed)
-            return state.role == .follower
+            state.pending.truncate(after: state.committed)
+            return (state.role == .follower, taken)
         }
         switch outcome {
         case .success:
-            notifier.notify()
-            for (call, answer) in answers { call.completion(answer) }
+            if !taken { answerOnceCopied(nil) }
         case .failure(let error):
             for (call, answer) in answers {
                 if case .failure = answer { call.completion(answer) } else { call.completion(.failure(error)) }
@@ -1014,7 +1043,7 @@ public final class ReplicatedLog: EventStore {
             state.role = .failed(error)
             state.held = nil
             state.endTerm()
-            if !state.inFlight { state.index.truncate(after: state.committed) }
+            if !state.inFlight { state.pending.truncate(after: state.committed) }
             defer { state.queue.removeAll() }
             return state.queue
         }
@@ -1022,78 +1051,53 @@ public final class ReplicatedLog: EventStore {
         for call in waiting { call.completion(.failure(error)) }
     }
 
-    // MARK: Reading
+    // MARK: Reading (from the copy)
 
-    public var head: Position { Position(state.withLock { $0.committed }) }
+    /// The newest position the copy holds (it follows the stream's head closely).
+    public var head: Position { copyLog.head }
 
     public var notes: [String] { state.withLock { $0.divergenceNotes } }
 
-    public var headDigest: String { state.withLock { $0.digest }.hexString }
+    public var headDigest: String { copyLog.headDigest }
 
     public func read(from: Position, limit: Int) throws(EventLogError) -> [Record] {
-        state.withLock { $0.index.read(from: from, limit: limit, committed: $0.committed) }
+        try copyLog.read(from: from, limit: limit)
     }
 
     public func forEachView(from: Position, _ body: (RecordView) throws -> Void) throws {
-        try RecordIndex.forEachView(from: from, page: { try read(from: $0, limit: 4096) }, body)
+        try copyLog.forEachView(from: from, body)
     }
 
     public func records(at positions: [Position]) throws(EventLogError) -> [Record] {
-        state.withLock { $0.index.records(at: positions, committed: $0.committed) }
+        try copyLog.records(at: positions)
+    }
+
+    public func records(at positions: [Position], ofActor actor: String) throws(EventLogError) -> [Record] {
+        try copyLog.records(at: positions, ofActor: actor)
     }
 
     public func readStream(_ stream: StreamName, from version: StreamVersion, limit: Int) throws(EventLogError)
         -> [Record]
     {
-        state.withLock { $0.index.readStream(stream, from: version, limit: limit, committed: $0.committed) }
+        try copyLog.readStream(stream, from: version, limit: limit)
     }
 
     public func lookup(id: EventID) throws(EventLogError) -> Record? {
-        state.withLock { $0.index.lookup(id: id, committed: $0.committed) }
+        try copyLog.lookup(id: id)
     }
 
     public func waitForCommit(after position: Position) async -> Bool {
-        await notifier.wait { head > position }
+        await copyLog.waitForCommit(after: position)
     }
 
-    /// Checks every batch held again, as read from or written to the stream: CRC, decoding, dense positions
-    /// and the hash chain from the first batch.
+    /// Checks the copy again, as a local log is checked (CRC, decoding, dense positions and the hash chain from the
+    /// first batch): every batch in it was also checked when it was read from or written to the stream.
     public func verify() throws(EventLogError) -> VerificationReport {
-        let (batches, committed) = state.withLock { ($0.batches, $0.committed) }
-        var digest = BatchMessage.zeroDigest
-        var next: UInt64 = 1
-        var problems: [VerificationProblem] = []
-        for (number, batch) in batches.enumerated() {
-            do {
-                let decoded = try BatchMessage.decode(
-                    batch.bytes, expectedFirst: next, previousDigest: digest, source: "batch \(number + 1)")
-                digest = decoded.digest
-                next = decoded.lastPosition + 1
-            } catch {
-                problems.append(
-                    VerificationProblem(
-                        segment: "\(configuration.stream) batch \(number + 1)", offset: 0, position: next,
-                        kind: error.message))
-                break
-            }
-        }
-        if problems.isEmpty, next - 1 != committed {
-            problems.append(
-                VerificationProblem(
-                    segment: configuration.stream, offset: 0, position: next,
-                    kind: "the batches end at \(next - 1), the head is \(committed)"))
-        }
-        return VerificationReport(
-            records: next - 1, batches: batches.count, segments: 0, headDigest: digest.hexString, problems: problems)
+        try copyLog.verify()
     }
 
     public func stats() -> LogStats {
-        state.withLock { state in
-            LogStats(
-                records: state.committed, segments: 0, bytesOnDisk: state.batches.reduce(0) { $0 + $1.bytes.count },
-                uncompressedBytes: state.bytes, batches: state.batches.count, typeCounts: state.typeCounts,
-                headDigest: state.digest.hexString)
-        }
+        copyLog.stats()
     }
 
     /// Finishes the batch in flight, fails calls still waiting with `.closed`, and disconnects.
@@ -1114,9 +1118,10 @@ public final class ReplicatedLog: EventStore {
         let error = EventLogError(.closed, "the replicated log \(location) is closed")
         for call in waiting { call.completion(.failure(error)) }
         for task in tasks { task.cancel() }
-        notifier.close()
         roleNotifier.close()
         try? keys.close()
+        // What the copy was given is written, and its checkpoint saved: the next start reads only what is newer.
+        state.withLock { $0.copy }.close()
         let connection = self.connection
         Task {
             // A writer that closes gives its lease up, so that another node takes over at once.
@@ -1125,17 +1130,21 @@ public final class ReplicatedLog: EventStore {
         }
     }
 
-    // MARK: Snapshots (kept in this node's memory: a node reads the whole stream when it starts)
+    // MARK: Snapshots (in the copy's directory)
 
     public func snapshotPositions() -> [Position] {
-        state.withLock { $0.snapshots.positions }
+        copyLog.snapshotPositions()
     }
 
-    public func readSnapshot(at position: Position) -> [UInt8]? {
-        state.withLock { $0.snapshots.snapshot(at: position) }
+    public func readSnapshot(at position: Position) throws(EventLogError) -> [UInt8]? {
+        try copyLog.readSnapshot(at: position)
+    }
+
+    public func openSnapshot(at position: Position) throws(EventLogError) -> (any SnapshotFile)? {
+        try copyLog.openSnapshot(at: position)
     }
 
     public func writeSnapshot(_ bytes: [UInt8], at position: Position, keep: Int) throws(EventLogError) {
-        state.withLock { $0.snapshots.keep(bytes, at: position, keep: keep) }
+        try copyLog.writeSnapshot(bytes, at: position, keep: keep)
     }
 }
