@@ -27,6 +27,13 @@ public struct PushConfiguration: Sendable {
         self.gateway = gateway
     }
 
+    /// Checks a provider's base URL: https, or http to a loopback address only (credentials travel in its
+    /// requests).
+    /// - Throws: ``DeliveryError/Code/invalidConfiguration`` naming `what` for any other URL.
+    public static func checkURL(_ url: String, what: String) throws(DeliveryError) {
+        _ = try PushHTTPClient.baseURL(url, what: what)
+    }
+
     /// The event types that can notify anyone; the push subscription reads only these (the others still move its
     /// position).
     public static let eventTypes: Set<String> = [

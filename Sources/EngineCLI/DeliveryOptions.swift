@@ -185,6 +185,11 @@ struct DeliveryOptions: ParsableArguments {
         }
         if let apnsKeyFile, let key = files.apnsKey, let apnsKeyID, let apnsTeamID {
             do throws(DeliveryError) {
+                try PushConfiguration.checkURL(apnsURL, what: "APNs")
+            } catch {
+                throw CLIError("--apns-url: \(error.message)")
+            }
+            do throws(DeliveryError) {
                 push.apns = try APNsConfiguration(
                     keyPEM: String(decoding: key, as: UTF8.self), keyID: apnsKeyID, teamID: apnsTeamID,
                     topic: apnsTopic, url: apnsURL)
@@ -193,6 +198,11 @@ struct DeliveryOptions: ParsableArguments {
             }
         }
         if let fcmServiceAccount, let account = files.fcmServiceAccount {
+            do throws(DeliveryError) {
+                try PushConfiguration.checkURL(fcmURL, what: "FCM")
+            } catch {
+                throw CLIError("--fcm-url: \(error.message)")
+            }
             do throws(DeliveryError) {
                 push.fcm = try FCMConfiguration(serviceAccount: account, source: fcmServiceAccount, url: fcmURL)
             } catch {
