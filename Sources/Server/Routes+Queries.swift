@@ -84,8 +84,7 @@ extension API {
             } catch let error as ValidationError where error.code == .positionAhead {
                 throw APIError.badRequest(
                     "positionAhead",
-                    "since \(since) is after the log's position: pass the position an earlier sync answered, or 0 "
-                        + "for everything")
+                    error.message + ": pass the position an earlier sync answered, or 0 for everything")
             }
         }
 

@@ -97,12 +97,12 @@ import Testing
                         == #"{"error":{"code":"invalidParameter","message":"since must be an integer from 0 to 9223372036854775807"}}"#,
                     "\(bad)")
             }
-            let ahead = harness.engine.position.rawValue + 1
-            let future = try await client.call(.get, "/v1/me/sync?since=\(ahead)", as: "bob")
+            let head = harness.engine.position.rawValue
+            let future = try await client.call(.get, "/v1/me/sync?since=\(head + 1)", as: "bob")
             #expect(future.status == 400)
             #expect(
                 future.body
-                    == #"{"error":{"code":"positionAhead","message":"since \#(ahead) is after the log's position: pass the position an earlier sync answered, or 0 for everything"}}"#
+                    == #"{"error":{"code":"positionAhead","message":"since \#(head + 1) is after the log's position \#(head): pass the position an earlier sync answered, or 0 for everything"}}"#
             )
         }
     }
