@@ -179,7 +179,8 @@ public final class APNsProvider: PushProvider {
         var renewed = false
         while true {
             let token = try await credential.value()
-            let response = try await client.execute(request(for: notification, body: body, token: token))
+            let response = try await client.execute(
+                request(for: notification, body: body, token: token), to: configuration.url)
             let reason = Self.reason(in: response.body)
             switch (response.status, reason) {
             case (200, _):

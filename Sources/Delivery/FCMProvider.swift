@@ -162,7 +162,7 @@ public final class FCMProvider: PushProvider {
         request.headers.add(name: "content-type", value: "application/x-www-form-urlencoded")
         let form = "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=\(assertion)"
         request.body = .bytes(ByteBuffer(string: form))
-        let response = try await client.execute(request)
+        let response = try await client.execute(request, to: configuration.tokenURL)
         struct Answer: Decodable {
             var accessToken: String?
             var expiresIn: Int64?
@@ -241,7 +241,7 @@ public final class FCMProvider: PushProvider {
             request.headers.add(name: "authorization", value: "Bearer \(token)")
             request.headers.add(name: "content-type", value: "application/json")
             request.body = .bytes(ByteBuffer(bytes: body))
-            let response = try await client.execute(request)
+            let response = try await client.execute(request, to: configuration.url)
             let error = FCMErrorAnswer(response.body)
             let said = "FCM answered \(response.status) \(error.summary)"
             switch response.status {

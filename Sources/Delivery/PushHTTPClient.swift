@@ -97,9 +97,9 @@ final class PushHTTPClient: Sendable {
     }
 
     /// Sends `request` and reads the answer.
-    /// - Throws: ``DeliveryError/Code/unreachable`` when no answer came in time (the message names the URL, never
-    ///   a header: they hold credentials).
-    func execute(_ request: HTTPClientRequest) async throws(DeliveryError) -> Response {
+    /// - Throws: ``DeliveryError/Code/unreachable`` when no answer came in time. The message names `target` (the
+    ///   service's base URL), never the request's own URL or a header: they hold a device's token and credentials.
+    func execute(_ request: HTTPClientRequest, to target: String) async throws(DeliveryError) -> Response {
         do {
             let response = try await httpClient.execute(request, timeout: .milliseconds(timeout.milliseconds))
             let body = try await response.body.collect(upTo: 64 << 10)
@@ -107,7 +107,7 @@ final class PushHTTPClient: Sendable {
                 status: response.status.code, retryAfterValue: response.headers.first(name: "retry-after"),
                 body: Array(buffer: body))
         } catch {
-            throw DeliveryError(.unreachable, "\(what) at \(request.url) did not answer: \(error)", cause: error)
+            throw DeliveryError(.unreachable, "\(what) at \(target) did not answer: \(error)", cause: error)
         }
     }
 

@@ -223,6 +223,33 @@ import Testing
         }
     }
 
+    @Test func aTokenIsRenewedOnceItsRenewalTimeHasPassed() async throws {
+        try await withEngine { engine, directory in
+            try await PushFixtures.world(engine)
+            let certificates = try TestCertificates.make()
+            let server = try await Self.server(certificates)
+            defer { Task { try? await server.stop() } }
+            let key = P256.Signing.PrivateKey()
+            var configuration = try Self.configuration(server, key: key, certificates: certificates)
+            // Due for renewal at once (50 minutes in production): each notification gets a token of its own.
+            configuration.apns?.tokenRenewal = .nanoseconds(1)
+            let sink = try await PushFixtures.withPush(engine, directory: directory, configuration: configuration) {
+                sink in
+                try await engine.sendMessage(in: "d1", from: "ann", body: "one")
+                try await PushFixtures.eventually { sink.counts.sent == 1 }
+                try await engine.sendMessage(in: "d1", from: "ann", body: "two")
+                try await PushFixtures.eventually { sink.counts.sent == 2 }
+                return sink
+            }
+            let requests = server.requests
+            #expect(requests.count == 2)
+            #expect(Set(requests.map { $0.headers["authorization"] }).count == 2)
+            for request in requests { #expect(try await Self.claims(of: request, key: key).iss.value == Self.teamID) }
+            let provider = try #require(sink.provider(for: .apns) as? APNsProvider)
+            #expect(await provider.tokensMade == 2)
+        }
+    }
+
     @Test func aNotificationAPNsRefusesForGoodIsDroppedAndTheNextStillGoes() async throws {
         try await withEngine { engine, directory in
             try await PushFixtures.world(engine)
