@@ -17,6 +17,10 @@ public struct PushConfiguration: Sendable {
     public var retry = RetryPolicy()
     /// The longest wait a provider's `Retry-After` is honoured for (a longer one is cut to this).
     public var maximumRetryAfter: Duration = .seconds(600)
+    /// Whether a notification's recipient sees its event live now (a server's live connection on the topic that
+    /// carries it): such a notification is not sent (counted as ``PushSink/Counts/suppressedLive``). Asked at each
+    /// attempt, for each notification, so it must be cheap and must not block; nil sends every notification.
+    public var isLive: (@Sendable (PushNotification) -> Bool)?
 
     /// Notifications through the providers given.
     public init(
@@ -52,6 +56,8 @@ extension SubscriptionName {
 /// Routing: an `apns` device's notification goes to APNs and an `fcm` device's to FCM when configured, otherwise
 /// (and a `webpush` device's always) to the gateway when configured; with none for it, it is skipped (counted in
 /// ``counts``, and logged once per platform).
+/// A notification whose recipient sees its event live (``PushConfiguration/isLive``: a server's live connection) is
+/// not sent, and counted.
 ///
 /// A delivery posts its notifications in order, one at a time. What the provider made of each:
 /// - delivered: done;
@@ -76,10 +82,15 @@ public final class PushSink: DeliverySink {
         public var dropped = 0
         /// Sent nowhere: no provider for the device's platform.
         public var skipped = 0
+        /// Not sent: its recipient saw the event live (``PushConfiguration/isLive``). Counted at each attempt, so a
+        /// retried delivery may count one twice.
+        public var suppressedLive = 0
 
         /// Counts with these values.
-        public init(sent: Int = 0, devicesRemoved: Int = 0, dropped: Int = 0, skipped: Int = 0) {
+        public init(sent: Int = 0, devicesRemoved: Int = 0, dropped: Int = 0, skipped: Int = 0, suppressedLive: Int = 0)
+        {
             (self.sent, self.devicesRemoved, self.dropped, self.skipped) = (sent, devicesRemoved, dropped, skipped)
+            self.suppressedLive = suppressedLive
         }
     }
 
@@ -99,6 +110,7 @@ public final class PushSink: DeliverySink {
     let routes: [PushPlatform: any PushProvider]
     private let providers: [any PushProvider]
     private let maximumRetryAfter: Duration
+    private let isLive: (@Sendable (PushNotification) -> Bool)?
     private let logger: Logger
     private let state = PlainMutex(State())
 
@@ -118,15 +130,17 @@ public final class PushSink: DeliverySink {
         routes[.fcm] = fcm ?? gateway
         routes[.webpush] = gateway
         try self.init(
-            routes: routes, engine: engine, maximumRetryAfter: configuration.maximumRetryAfter, logger: logger)
+            routes: routes, engine: engine, maximumRetryAfter: configuration.maximumRetryAfter,
+            isLive: configuration.isLive, logger: logger)
     }
 
-    /// A sink handing each platform's notifications to the provider `routes` gives it.
+    /// A sink handing each platform's notifications to the provider `routes` gives it, but those whose recipient
+    /// `isLive` says sees the event live.
     /// - Throws: ``DeliveryError/Code/invalidConfiguration`` when `routes` is empty or `maximumRetryAfter` is
     ///   negative.
     public init(
         routes: [PushPlatform: any PushProvider], engine: Engine, maximumRetryAfter: Duration = .seconds(600),
-        logger: Logger = Logger(label: "parley.delivery")
+        isLive: (@Sendable (PushNotification) -> Bool)? = nil, logger: Logger = Logger(label: "parley.delivery")
     ) throws(DeliveryError) {
         guard !routes.isEmpty else {
             throw DeliveryError(
@@ -146,6 +160,7 @@ public final class PushSink: DeliverySink {
         self.providers = providers
         self.engine = engine
         self.maximumRetryAfter = maximumRetryAfter
+        self.isLive = isLive
         self.logger = logger
     }
 
@@ -164,7 +179,7 @@ public final class PushSink: DeliverySink {
         let engine = engine
         let events = batch.events
         // Reading the state may decode a snapshot section: on a thread of its own, never on the pool.
-        let notifications = try await onDedicatedThread("parley-push-routing") {
+        var notifications = try await onDedicatedThread("parley-push-routing") {
             () throws(DeliveryError) -> [PushNotification] in
             do {
                 return try engine.pushNotifications(for: events)
@@ -173,6 +188,7 @@ public final class PushSink: DeliverySink {
                     .unreadableState, "cannot work out whom to notify, so nothing is sent: \(error)", cause: error)
             }
         }
+        notifications.removeAll(where: isSeenLive)
         let done = state.withLock { state -> Set<String> in
             if state.through != batch.through { (state.through, state.done) = (batch.through, []) }
             return state.done
@@ -258,4 +274,18 @@ public final class PushSink: DeliverySink {
                     + "\(error)", cause: error)
         }
     }
+}
+
+extension PushSink {
+    /// Whether `notification`'s recipient sees its event live (``PushConfiguration/isLive``); counted when so.
+    private func isSeenLive(_ notification: PushNotification) -> Bool {
+        guard let isLive, isLive(notification) else { return false }
+        state.withLock { $0.counts.suppressedLive += 1 }
+        return true
+    }
+}
+
+extension DurableSubscription {
+    /// What became of a push subscription's notifications since the process started; nil for another sink.
+    public var pushCounts: PushSink.Counts? { (sink as? PushSink)?.counts }
 }

@@ -216,15 +216,19 @@ struct DeliveryOptions: ParsableArguments {
 
     /// The deliveries over `engine` — the webhook's, push notifications' — or nil with neither: their files read
     /// again (on a thread of its own), their positions kept beside the log (a file each in a local log's directory;
-    /// a JetStream stream beside a replicated log's, where only the writing node delivers).
+    /// a JetStream stream beside a replicated log's, where only the writing node delivers). A notification `isLive`
+    /// says its recipient sees live is not pushed.
     /// - Throws: a ``CLIError`` naming the file, option or position store at fault.
-    func deliveries(engine: Engine, logger: Logger) async throws -> Deliveries? {
+    func deliveries(
+        engine: Engine, logger: Logger, isLive: (@Sendable (PushNotification) -> Bool)? = nil
+    ) async throws -> Deliveries? {
         let options = self
         let files = try await onDedicatedThread("parley-delivery-files") { () throws(CLIError) in
             try options.readFiles()
         }
         let configuration = files.webhookSecret.flatMap { self.configuration(secret: $0) }
-        let push = try pushConfiguration(files)
+        var push = try pushConfiguration(files)
+        push?.isLive = isLive
         guard configuration != nil || push != nil else { return nil }
         let option = configuration == nil ? "push" : push == nil ? "--webhook" : "--webhook, push"
         do throws(DeliveryError) {

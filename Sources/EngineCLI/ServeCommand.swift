@@ -156,9 +156,12 @@ struct ServeCommand: AsyncParsableCommand {
             // A full disk (or a failed sync) stops the log; once a write can succeed again it is reopened.
             services.append(StoreRecovery(engine: engine, logger: logger))
         }
-        let deliveries = try await delivery.deliveries(engine: engine, logger: logger)
+        // No push for an event a user sees live on this server (see `LivePresence`).
+        let presence = LivePresence()
+        let deliveries = try await delivery.deliveries(engine: engine, logger: logger, isLive: presence.isLive)
         let server = ParleyServer(
-            engine: engine, verifier: verifier, configuration: configuration, logger: logger, deliveries: deliveries)
+            engine: engine, verifier: verifier, configuration: configuration, logger: logger, deliveries: deliveries,
+            livePresence: presence)
         let position = engine.position.rawValue
         let devSecret = dev ? secretFile : nil
         do {

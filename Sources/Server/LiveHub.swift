@@ -4,6 +4,52 @@ import Logging
 import NIOCore
 import Projections
 
+/// Who sees what live on a server, for the push subscription: a notification is not sent to a user whose live
+/// connection shows them its event (``PushConfiguration/isLive``). It is made before the server, since the deliveries
+/// are, and given to the ``ParleyServer`` it is for, which attaches its live hub; until then, and once the server is
+/// gone, no one is live.
+///
+/// A user sees a notification's event live when a connection of theirs (not ended) is subscribed to the topic whose
+/// frames show it, or has asked to be (its catch-up brings it):
+/// - a message in room R: `room:R` (a `rooms` subscription shows only the row: the message itself is not seen);
+/// - an invitation: `feed` (the activity appears in it);
+/// - a friend request, or a guest's answer to the user's activity: never (no topic shows either; the host's feed item
+///   does not change with an answer), so they are always sent.
+///
+/// Only this server's connections count: on a replicated store, a user connected to another node than the one that
+/// delivers (the writer) is sent their notifications.
+public final class LivePresence: Sendable {
+    private struct Attached {
+        // Weak: the hub's metrics hold the deliveries, whose push sink holds this.
+        weak var hub: LiveHub?
+    }
+
+    private let attached = PlainMutex(Attached())
+
+    /// A presence no server is attached to yet: no one is live.
+    public init() {}
+
+    /// The predicate for ``PushConfiguration/isLive``.
+    public var isLive: @Sendable (PushNotification) -> Bool { { [self] in sees($0) } }
+
+    /// Whether `notification`'s recipient sees its event live now.
+    public func sees(_ notification: PushNotification) -> Bool {
+        guard let hub = attached.withLock({ $0.hub }) else { return false }
+        let user = notification.user
+        switch notification.kind {
+        case .message:
+            guard let room = notification.room else { return false }
+            return hub.isSubscribed(user, to: .messages(room))
+        case .invitation:
+            return hub.isSubscribed(user, to: .feed(user))
+        case .friendRequest, .rsvp:
+            return false
+        }
+    }
+
+    func attach(_ hub: LiveHub) { attached.withLock { $0.hub = hub } }
+}
+
 /// A topic of the live channel, as clients name it: `rooms` (the user's room list), `feed` (the user's
 /// invitations feed), `room:<id>` (a room's messages).
 enum Topic: Hashable, Sendable {
@@ -244,6 +290,16 @@ final class LiveHub: Sendable {
 
     var isStopping: Bool { state.withLock { $0.stopping } }
     var connectionCount: Int { state.withLock { $0.connections.count } }
+
+    /// Whether a connection of `user` that has not ended is subscribed to `topic`, or has asked to be (its catch-up
+    /// brings it what came before).
+    func isSubscribed(_ user: UserID, to topic: Topic) -> Bool {
+        state.withLock { s in
+            let isTheirs = { (connection: LiveConnection) in connection.user == user && connection.ending == nil }
+            if s.subscribers[topic]?.values.contains(where: { isTheirs($0.connection) }) == true { return true }
+            return s.requests.contains { $0.topic == topic && isTheirs($0.connection) }
+        }
+    }
 
     // MARK: Connections
 

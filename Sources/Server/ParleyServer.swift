@@ -29,20 +29,24 @@ public struct ParleyServer: Sendable {
     /// local log the server times the log's fdatasyncs, replacing an observer set before
     /// (``EventLog/observeSyncs(_:)``).
     ///
-    /// `deliveries` are the durable subscriptions (webhooks) the server runs beside it, stops with it, shows at
-    /// `GET /v1/admin/subscriptions` and in `/metrics`; the server closes them when it stops.
+    /// `deliveries` are the durable subscriptions (webhooks, push) the server runs beside it, stops with it, shows
+    /// at `GET /v1/admin/subscriptions` and in `/metrics`; the server closes them when it stops. `livePresence`, when
+    /// given, is attached to the server's live connections: the push subscription made with its
+    /// ``LivePresence/isLive`` leaves out the notifications their recipients see live here.
     public init(
         engine: Engine, verifier: TokenVerifier, configuration: ServerConfiguration = .init(),
         logger: Logger = Logger(label: "parley"),
-        metricsRegistry: PrometheusCollectorRegistry = PrometheusCollectorRegistry(), deliveries: Deliveries? = nil
+        metricsRegistry: PrometheusCollectorRegistry = PrometheusCollectorRegistry(), deliveries: Deliveries? = nil,
+        livePresence: LivePresence? = nil
     ) {
         let connections = ConnectionLimits(configuration: configuration)
         let metrics = ServerMetrics(
             registry: metricsRegistry, engine: engine, connections: connections, deliveries: deliveries)
+        let hub = LiveHub(engine: engine, configuration: configuration, metrics: metrics, logger: logger)
+        livePresence?.attach(hub)
         self.api = API(
-            engine: engine,
-            hub: LiveHub(engine: engine, configuration: configuration, metrics: metrics, logger: logger),
-            verifier: verifier, configuration: configuration, metrics: metrics, logger: logger, deliveries: deliveries)
+            engine: engine, hub: hub, verifier: verifier, configuration: configuration, metrics: metrics,
+            logger: logger, deliveries: deliveries)
         self.configuration = configuration
         self.logger = logger
         self.connections = connections

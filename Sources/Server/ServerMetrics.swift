@@ -65,6 +65,7 @@ final class ServerMetrics: Sendable {
         var cpuSeconds = 0.0
         var connections = ConnectionCounts()
         var subscriptions: [SubscriptionName: (deliveries: Int, retries: Int, parked: Int)] = [:]
+        var notifications: [SubscriptionName: PushSink.Counts] = [:]
     }
 
     /// One durable subscription's families, labelled with its name; its counts are kept by the subscription and
@@ -77,6 +78,33 @@ final class ServerMetrics: Sendable {
         var parked: Gauge
         var lag: Gauge
         var position: Gauge
+        /// A push subscription's notifications, by outcome.
+        var notifications: NotificationFamilies?
+    }
+
+    /// What became of a push subscription's notifications (``PushSink/Counts``), one series per outcome.
+    private struct NotificationFamilies {
+        var sent: Counter
+        var deviceRemoved: Counter
+        var dropped: Counter
+        var skipped: Counter
+        var suppressedLive: Counter
+
+        init(registry: PrometheusCollectorRegistry, subscription: SubscriptionName) {
+            let counter = { (outcome: String) in
+                registry.counter(
+                    "parley_push_notifications_total",
+                    labels: [("subscription", subscription.rawValue), ("outcome", outcome)],
+                    "Push notifications by subscription and outcome: accepted by a provider (sent), their device "
+                        + "gone and removed (deviceRemoved), refused for good (dropped), no provider for the "
+                        + "platform (skipped), not sent as the recipient saw the event live (suppressedLive).")
+            }
+            sent = counter("sent")
+            deviceRemoved = counter("deviceRemoved")
+            dropped = counter("dropped")
+            skipped = counter("skipped")
+            suppressedLive = counter("suppressedLive")
+        }
     }
 
     /// The connection guards' counts (``ConnectionLimits``), kept there and mirrored here at each scrape.
@@ -156,7 +184,10 @@ final class ServerMetrics: Sendable {
                     "The log's head less the subscription's delivered position, by subscription."),
                 position: registry.gauge(
                     "parley_subscription_position", labels: labels,
-                    "The last position a subscription delivered and had acknowledged, by subscription."))
+                    "The last position a subscription delivered and had acknowledged, by subscription."),
+                notifications: subscription.pushCounts.map { _ in
+                    NotificationFamilies(registry: registry, subscription: subscription.name)
+                })
         }
         liveConnections = registry.gauge("parley_live_connections", "Open live (WebSocket) connections.")
         framesSent = registry.counter(
@@ -353,6 +384,15 @@ final class ServerMetrics: Sendable {
                 Self.grow(families.retries, from: &seen.retries, to: status.retries)
                 Self.grow(families.parkedTotal, from: &seen.parked, to: status.parkedTotal)
                 last.subscriptions[status.name] = seen
+                if let notifications = families.notifications, let counts = families.subscription.pushCounts {
+                    var seen = last.notifications[status.name] ?? PushSink.Counts()
+                    Self.grow(notifications.sent, from: &seen.sent, to: counts.sent)
+                    Self.grow(notifications.deviceRemoved, from: &seen.devicesRemoved, to: counts.devicesRemoved)
+                    Self.grow(notifications.dropped, from: &seen.dropped, to: counts.dropped)
+                    Self.grow(notifications.skipped, from: &seen.skipped, to: counts.skipped)
+                    Self.grow(notifications.suppressedLive, from: &seen.suppressedLive, to: counts.suppressedLive)
+                    last.notifications[status.name] = seen
+                }
             }
             Self.grow(snapshotFailures, from: &last.snapshotFailures, to: snapshots.failures)
             Self.grow(connections.tooMany, from: &last.connections.refused, to: counts.refused)
