@@ -1,6 +1,7 @@
 // swift-tools-version:6.1
-// The benchmark suites of the log's hot paths and the peer comparison (PostgreSQL, Redis Streams, SQLite), kept
-// in their own package so that package-benchmark, the peers' clients and SQLite never reach a user's build.
+// The benchmark suites of the log's hot paths, the sync call and the peer comparison (PostgreSQL, Redis Streams,
+// SQLite), kept in their own package so that package-benchmark, the peers' clients and SQLite never reach a user's
+// build.
 // Run from this directory: `swift package benchmark`, and `./peers.sh` for the peer comparison.
 import PackageDescription
 
@@ -55,6 +56,17 @@ let package = Package(
                 .product(name: "Benchmark", package: "benchmark"),
             ],
             path: "ProjectionHotPaths",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+        .executableTarget(
+            name: "SyncQueries",
+            dependencies: [
+                .product(name: "Workloads", package: "Parley"),
+                .product(name: "Projections", package: "Parley"),
+                .product(name: "EventLog", package: "Parley"),
+                .product(name: "Benchmark", package: "benchmark"),
+            ],
+            path: "SyncQueries",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
     ],
