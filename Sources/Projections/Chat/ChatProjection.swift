@@ -8,6 +8,8 @@ struct Member: Equatable {
     /// Messages after the marker, by others, not deleted, not hidden from the member by a block (kept
     /// incrementally).
     var unread: Int32
+    /// The member's row of the room in ``ChatProjection/rowChanges`` (derived; it packs beside `unread`).
+    var rowEntry: Int32 = -1
     /// The position of the member's latest `RoomHidden`, or 0: the room is out of their list while its
     /// newest message is older than this.
     var hiddenAt: UInt64 = 0
@@ -115,21 +117,27 @@ struct ChatProjection {
 
     mutating func addMember(_ user: Int32, to room: Int32, position: UInt64) {
         guard rooms[Int(room)].memberIndex(user) == nil else { return }
-        rooms[Int(room)].members.append(Member(user: user, readMarker: position, unread: 0))
+        let entry = rowChanges.entry(user, room)
+        rooms[Int(room)].members.append(Member(user: user, readMarker: position, unread: 0, rowEntry: entry))
         userRooms[Int(user)].insert(room)
-        rowChanges.touch(user, room, at: position)
+        rowChanges.touch(entry: entry, of: user, at: position)
     }
 
     mutating func removeMember(_ user: Int32, from room: Int32, position: UInt64) {
         guard let index = rooms[Int(room)].memberIndex(user) else { return }
+        touchRow(of: rooms[Int(room)].members[index], at: position)
         rooms[Int(room)].members.remove(at: index)
         userRooms[Int(user)].remove(room)
-        rowChanges.touch(user, room, at: position)
+    }
+
+    /// Records that `member`'s row changed at `position`.
+    mutating func touchRow(of member: Member, at position: UInt64) {
+        rowChanges.touch(entry: member.rowEntry, of: member.user, at: position)
     }
 
     /// Records that every member's row of `room` changed at `position` (its title changed).
     mutating func touchRows(of room: Int32, at position: UInt64) {
-        for member in rooms[Int(room)].members { rowChanges.touch(member.user, room, at: position) }
+        for member in rooms[Int(room)].members { touchRow(of: member, at: position) }
     }
 
     /// Records that the rows of `room` changed at `position` for every member who sees `message` (its preview or
@@ -137,7 +145,7 @@ struct ChatProjection {
     mutating func touchRows(seeing message: Int32, at position: UInt64, graph: GraphProjection) {
         let m = messages[Int(message)]
         for member in rooms[Int(m.room)].members where !graph.hides(m.sender, from: member.user, at: m.position) {
-            rowChanges.touch(member.user, m.room, at: position)
+            touchRow(of: member, at: position)
         }
     }
 
@@ -178,7 +186,7 @@ struct ChatProjection {
             } else {
                 continue  // hidden from them: their row does not change
             }
-            rowChanges.touch(user, room, at: position)
+            rowChanges.touch(entry: rooms[r].members[index].rowEntry, of: user, at: position)
         }
     }
 
@@ -229,7 +237,7 @@ struct ChatProjection {
         guard marker > rooms[r].members[index].readMarker else { return }
         rooms[r].members[index].readMarker = marker
         rooms[r].members[index].unread = countUnread(room: room, user: user, after: marker, graph: graph)
-        rowChanges.touch(user, room, at: position)
+        touchRow(of: rooms[r].members[index], at: position)
     }
 
     /// Counts `user`'s unread messages in `room` again (after a block that hid some of them is lifted: the row's
@@ -238,13 +246,13 @@ struct ChatProjection {
         guard let index = rooms[Int(room)].memberIndex(user) else { return }
         let marker = rooms[Int(room)].members[index].readMarker
         rooms[Int(room)].members[index].unread = countUnread(room: room, user: user, after: marker, graph: graph)
-        rowChanges.touch(user, room, at: position)
+        touchRow(of: rooms[Int(room)].members[index], at: position)
     }
 
     mutating func hide(room: Int32, user: Int32, position: UInt64) {
         guard let index = rooms[Int(room)].memberIndex(user) else { return }
         rooms[Int(room)].members[index].hiddenAt = position
-        rowChanges.touch(user, room, at: position)
+        touchRow(of: rooms[Int(room)].members[index], at: position)
     }
 
     /// Whether `user` hid `room` and no message they see arrived since: it is then out of their room list.
@@ -441,6 +449,15 @@ struct ChatProjection {
             editSeals[message] = Array(try reader.utf8())
         }
         rowChanges = try ChangeIndex(reading: &reader, userCount: userCount, rowCount: roomCount)
-        for room in rooms.indices { rooms[room].lastMessage = lastMessage[room] }
+        for room in rooms.indices {
+            rooms[room].lastMessage = lastMessage[room]
+            for index in rooms[room].members.indices {
+                let user = rooms[room].members[index].user
+                guard let entry = rowChanges.peekEntry(user, Int32(room)) else {
+                    throw ByteReaderError(description: "member \(user) of room \(room) has no row in the change index")
+                }
+                rooms[room].members[index].rowEntry = entry
+            }
+        }
     }
 }

@@ -99,7 +99,7 @@ extension ProjectionState {
         // In room order: the rows' order of change is state (snapshots, digests), a set's order is not.
         for room in chat.userRooms[Int(user)].sorted() where chat.rooms[Int(room)].kind == .direct {
             for member in chat.rooms[Int(room)].members where member.user != user {
-                chat.rowChanges.touch(member.user, room, at: position)
+                chat.touchRow(of: member, at: position)
             }
         }
     }
