@@ -37,15 +37,16 @@ public final class PushGateway: PushProvider {
     private let subscription: SubscriptionName
     private let poster: SignedPoster
 
-    /// A gateway for `configuration`, posting for subscription `subscription`.
+    /// A gateway for `configuration`, posting for subscription `subscription` over up to `maximumConnections`
+    /// HTTP/1.1 connections (``PushConfiguration/maximumConcurrentSends``: one per notification in flight).
     /// - Throws: ``DeliveryError/Code/invalidConfiguration`` for a URL that is not http(s), a secret under 32
-    ///   bytes, or a timeout that is not above 0.
-    public init(_ configuration: PushGatewayConfiguration, subscription: SubscriptionName = .push)
-        throws(DeliveryError)
-    {
+    ///   bytes, a timeout that is not above 0, or fewer than 1 connection.
+    public init(
+        _ configuration: PushGatewayConfiguration, subscription: SubscriptionName = .push, maximumConnections: Int = 64
+    ) throws(DeliveryError) {
         poster = try SignedPoster(
             url: configuration.url, secret: configuration.secret, timeout: configuration.timeout,
-            connectTimeout: configuration.connectTimeout, what: "push gateway")
+            connectTimeout: configuration.connectTimeout, maximumConnections: maximumConnections, what: "push gateway")
         self.configuration = configuration
         self.subscription = subscription
     }

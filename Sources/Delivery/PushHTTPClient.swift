@@ -29,6 +29,10 @@ final class PushHTTPClient: Sendable {
         }
     }
 
+    /// HTTP/1.1 connections to the provider at most: as many as ``PushSink`` sends at once by default
+    /// (``PushConfiguration/maximumConcurrentSends``).
+    static let maximumHTTP1Connections = 64
+
     /// The provider's name in errors.
     let what: String
     let timeout: Duration
@@ -90,6 +94,9 @@ final class PushHTTPClient: Sendable {
             var settings = HTTPClient.Configuration(tlsConfiguration: tls)
             settings.redirectConfiguration = .disallow
             settings.timeout.connect = .milliseconds(connectTimeout.milliseconds)
+            // HTTP/2 (APNs) multiplexes every request in flight on one connection; over HTTP/1.1 (FCM behind a
+            // proxy, a local stand-in) each needs its own, and the pool's default of 8 would queue the rest.
+            settings.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = Self.maximumHTTP1Connections
             let made = HTTPClient(eventLoopGroupProvider: .singleton, configuration: settings)
             client = made
             return made

@@ -17,6 +17,11 @@ public struct PushConfiguration: Sendable {
     public var retry = RetryPolicy()
     /// The longest wait a provider's `Retry-After` is honoured for (a longer one is cut to this).
     public var maximumRetryAfter: Duration = .seconds(600)
+    /// How many notifications are in flight at once at most (each to another device; ``PushSink``). The gateway's
+    /// HTTP/1.1 client opens up to this many connections to it; APNs multiplexes them as streams on one HTTP/2
+    /// connection. One notification takes a round trip of the provider's, so one at a time stays far below what a
+    /// busy room makes (docs/BENCHMARKS.md, "Push notifications", measures 1 and 64 against a local gateway).
+    public var maximumConcurrentSends = 64
     /// Whether a notification's recipient sees its event live now (a server's live connection on the topic that
     /// carries it): such a notification is not sent (counted as ``PushSink/Counts/suppressedLive``). Asked at each
     /// attempt, for each notification, so it must be cheap and must not block; nil sends every notification.
@@ -59,14 +64,18 @@ extension SubscriptionName {
 /// A notification whose recipient sees its event live (``PushConfiguration/isLive``: a server's live connection) is
 /// not sent, and counted.
 ///
-/// A delivery posts its notifications in order, one at a time. What the provider made of each:
+/// A delivery sends its notifications device by device: each device's in the order they were worked out (log
+/// order), one after the other — a device never gets an event's notification before an earlier one's of the same
+/// batch — and up to ``PushConfiguration/maximumConcurrentSends`` devices at once, so order across devices is not
+/// kept. What the provider made of each:
 /// - delivered: done;
 /// - the device is gone (a token the provider no longer knows): the device is removed from its user
 ///   (``Engine/removeDevice(_:of:time:)``, a `DeviceRemoved` event), so nothing more is sent to it, and it is done;
 /// - dropped (a notification the provider will never take): logged, and done — it is lost, but one bad payload
 ///   never holds every later notification back;
-/// - throttled or failing: the delivery fails, and is tried again (``RetryPolicy``), not before the `Retry-After`
-///   the provider gave (up to ``PushConfiguration/maximumRetryAfter``).
+/// - throttled or failing: no further notification is started, the delivery fails once those in flight have their
+///   answers (the ones they got count), and is tried again (``RetryPolicy``), not before the `Retry-After` the
+///   provider gave (up to ``PushConfiguration/maximumRetryAfter``).
 ///
 /// Those done within the batch being delivered are not sent again when it is retried within this process; after a
 /// restart they may be, with the same idempotency key (the notification's `id`; APNs' `apns-id` and FCM's `data.id`
@@ -110,6 +119,8 @@ public final class PushSink: DeliverySink {
     let routes: [PushPlatform: any PushProvider]
     private let providers: [any PushProvider]
     private let maximumRetryAfter: Duration
+    /// Devices sent to at once at most.
+    let maximumConcurrentSends: Int
     private let isLive: (@Sendable (PushNotification) -> Bool)?
     private let logger: Logger
     private let state = PlainMutex(State())
@@ -123,7 +134,8 @@ public final class PushSink: DeliverySink {
         let apns = try configuration.apns.map { configuration throws(DeliveryError) in try APNsProvider(configuration) }
         let fcm = try configuration.fcm.map { configuration throws(DeliveryError) in try FCMProvider(configuration) }
         let gateway = try configuration.gateway.map { gateway throws(DeliveryError) in
-            try PushGateway(gateway, subscription: configuration.name)
+            try PushGateway(
+                gateway, subscription: configuration.name, maximumConnections: configuration.maximumConcurrentSends)
         }
         var routes: [PushPlatform: any PushProvider] = [:]
         routes[.apns] = apns ?? gateway
@@ -131,15 +143,18 @@ public final class PushSink: DeliverySink {
         routes[.webpush] = gateway
         try self.init(
             routes: routes, engine: engine, maximumRetryAfter: configuration.maximumRetryAfter,
+            maximumConcurrentSends: configuration.maximumConcurrentSends,
             isLive: configuration.isLive, logger: logger)
     }
 
     /// A sink handing each platform's notifications to the provider `routes` gives it, but those whose recipient
     /// `isLive` says sees the event live.
-    /// - Throws: ``DeliveryError/Code/invalidConfiguration`` when `routes` is empty or `maximumRetryAfter` is
-    ///   negative.
+    /// `maximumConcurrentSends` devices are sent to at once at most.
+    /// - Throws: ``DeliveryError/Code/invalidConfiguration`` when `routes` is empty, `maximumRetryAfter` is
+    ///   negative or `maximumConcurrentSends` is below 1.
     public init(
         routes: [PushPlatform: any PushProvider], engine: Engine, maximumRetryAfter: Duration = .seconds(600),
+        maximumConcurrentSends: Int = 64,
         isLive: (@Sendable (PushNotification) -> Bool)? = nil, logger: Logger = Logger(label: "parley.delivery")
     ) throws(DeliveryError) {
         guard !routes.isEmpty else {
@@ -151,6 +166,11 @@ public final class PushSink: DeliverySink {
         guard maximumRetryAfter >= .zero else {
             throw DeliveryError(.invalidConfiguration, "the longest Retry-After honoured cannot be negative")
         }
+        guard maximumConcurrentSends >= 1 else {
+            throw DeliveryError(
+                .invalidConfiguration,
+                "push must send at least one notification at a time, not \(maximumConcurrentSends)")
+        }
         var providers: [any PushProvider] = []
         for platform in PushPlatform.allCases {
             guard let provider = routes[platform] else { continue }
@@ -160,6 +180,7 @@ public final class PushSink: DeliverySink {
         self.providers = providers
         self.engine = engine
         self.maximumRetryAfter = maximumRetryAfter
+        self.maximumConcurrentSends = maximumConcurrentSends
         self.isLive = isLive
         self.logger = logger
     }
@@ -193,12 +214,60 @@ public final class PushSink: DeliverySink {
             if state.through != batch.through { (state.through, state.done) = (batch.through, []) }
             return state.done
         }
-        for notification in notifications where !done.contains(notification.id) {
-            try await send(notification)
-            state.withLock { state in
-                if state.through == batch.through { state.done.insert(notification.id) }
+        try await send(notifications.filter { !done.contains($0.id) }, of: batch.through)
+    }
+
+    /// Sends `notifications` (of the batch through `through`), each device's in order, up to
+    /// ``maximumConcurrentSends`` devices at once, recording each one done.
+    /// - Throws: the first ``DeliveryError`` a send failed with, once the sends in flight have finished (none is
+    ///   started after it).
+    private func send(_ notifications: [PushNotification], of through: Position) async throws(DeliveryError) {
+        // Each device's notifications in log order, the devices in the order of their first one.
+        var lanes: [[PushNotification]] = []
+        var laneOfDevice: [DeviceKey: Int] = [:]
+        for notification in notifications {
+            let key = DeviceKey(user: notification.user, device: notification.device)
+            if let lane = laneOfDevice[key] {
+                lanes[lane].append(notification)
+            } else {
+                laneOfDevice[key] = lanes.count
+                lanes.append([notification])
             }
         }
+        let failure = PlainMutex<DeliveryError?>(nil)
+        await withTaskGroup(of: Void.self) { group in
+            var next = 0
+            func startLane() {
+                let lane = lanes[next]
+                next += 1
+                group.addTask {
+                    for notification in lane {
+                        // Once one failed, nothing new starts: the delivery is tried again from what is not done.
+                        guard failure.withLock({ $0 == nil }) else { return }
+                        do throws(DeliveryError) {
+                            try await self.send(notification)
+                        } catch {
+                            failure.withLock { $0 = $0 ?? error }
+                            return
+                        }
+                        self.state.withLock { state in
+                            if state.through == through { state.done.insert(notification.id) }
+                        }
+                    }
+                }
+            }
+            while next < min(lanes.count, maximumConcurrentSends) { startLane() }
+            while await group.next() != nil {
+                if next < lanes.count, failure.withLock({ $0 == nil }) { startLane() }
+            }
+        }
+        if let error = failure.withLock({ $0 }) { throw error }
+    }
+
+    /// A recipient's device: what order is kept within.
+    private struct DeviceKey: Hashable {
+        var user: UserID
+        var device: DeviceID
     }
 
     /// Sends `notification` through its platform's provider and acts on the outcome.

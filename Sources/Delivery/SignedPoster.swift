@@ -17,15 +17,20 @@ public final class SignedPoster: Sendable {
     let secret: [UInt8]
     let timeout: Duration
     let connectTimeout: Duration
+    /// Connections to the receiver kept at once at most: as many as POSTs are made at once (AsyncHTTPClient's pool
+    /// would otherwise hold the ones past its default of 8 until a connection is free).
+    let maximumConnections: Int
     /// Made at the first POST (an HTTP client must be shut down once made), shut down by ``shutdown()``.
     private let client = PlainMutex<HTTPClient?>(nil)
 
-    /// A poster to `url` signing with `secret`; `what` names it in errors (`webhook`, `push gateway`).
+    /// A poster to `url` signing with `secret`, over up to `maximumConnections` connections; `what` names it in
+    /// errors (`webhook`, `push gateway`).
     /// - Throws: ``DeliveryError/Code/invalidConfiguration`` for a URL that is not http(s), a secret under 32
-    ///   bytes, or a timeout that is not above 0.
-    public init(url: String, secret: [UInt8], timeout: Duration, connectTimeout: Duration, what: String)
-        throws(DeliveryError)
-    {
+    ///   bytes, a timeout that is not above 0, or fewer than 1 connection.
+    public init(
+        url: String, secret: [UInt8], timeout: Duration, connectTimeout: Duration, maximumConnections: Int = 8,
+        what: String
+    ) throws(DeliveryError) {
         guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(),
             scheme == "http" || scheme == "https", let host = parsed.host, !host.isEmpty
         else {
@@ -40,10 +45,14 @@ public final class SignedPoster: Sendable {
         guard timeout > .zero, connectTimeout > .zero else {
             throw DeliveryError(.invalidConfiguration, "a \(what)'s timeouts must be above 0")
         }
+        guard maximumConnections >= 1 else {
+            throw DeliveryError(.invalidConfiguration, "a \(what) needs at least 1 connection")
+        }
         self.url = url
         self.secret = secret
         self.timeout = timeout
         self.connectTimeout = connectTimeout
+        self.maximumConnections = maximumConnections
     }
 
     /// `v1=` and the hex HMAC-SHA256 under `secret` of `timestamp`, `.` and `body`.
@@ -60,6 +69,7 @@ public final class SignedPoster: Sendable {
             var settings = HTTPClient.Configuration()
             settings.redirectConfiguration = .disallow
             settings.timeout.connect = .milliseconds(connectTimeout.milliseconds)
+            settings.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = maximumConnections
             let made = HTTPClient(eventLoopGroupProvider: .singleton, configuration: settings)
             client = made
             return made

@@ -58,7 +58,7 @@ import Testing
                 ])
             #expect(
                 notifications.map(\.kind) == Array(repeating: .message, count: 6) + [.friendRequest, .friendRequest])
-            #expect(notifications.map(\.token).prefix(3) == ["ben-phone", "ben-tablet", "cal-phone"])
+            #expect(notifications.prefix(3).map(\.token).sorted() == ["ben-phone", "ben-tablet", "cal-phone"])
             #expect(notifications[0].room == "g1" && notifications[3].room == "d1" && notifications[6].room == nil)
             // Positions are the events' own; each request is signed, keyed by event, recipient and device.
             let now = Int64(Date().timeIntervalSince1970)
@@ -135,7 +135,7 @@ import Testing
             receiver.answer(503)
             try await Self.withPush(engine, directory: directory, receiver: receiver) {
                 try await engine.sendMessage(in: "g1", from: "ann", body: "while the gateway is down")
-                // Refused, and tried again (the first device's notification each time: it comes first).
+                // Each device's first notification refused (the three at once), and tried again.
                 await Self.wait(receiver, for: 3)
                 receiver.answer(200)
                 try await PushFixtures.eventually { receiver.answered.count >= 3 }
@@ -145,7 +145,7 @@ import Testing
             let answered = try receiver.answered.map {
                 try JSONDecoder().decode(PushNotification.self, from: Data($0.body))
             }
-            // Each acknowledged once (within the process, what was acknowledged is not posted again), in order.
+            // Each acknowledged once (within the process, what was acknowledged is not posted again).
             #expect(
                 PushFixtures.lines(answered) == [
                     "ben/phone:Ann:while the gateway is down:1", "ben/tablet:Ann:while the gateway is down:1",
@@ -177,6 +177,104 @@ import Testing
             let lines = PushFixtures.lines(notifications)
             #expect(lines == ["cal/phone:Ann:sentinel:2"])
             #expect(!receiver.requests.contains { String(decoding: $0.body, as: UTF8.self).contains("ben") })
+        }
+    }
+
+    /// 24 users `u00`… with two devices each (`phone`, `tablet`), all in group `crowd`, and `messages` messages
+    /// into it from `u00` (the others read none: each message notifies their 46 devices), sent before the
+    /// subscription starts, so that they are one batch.
+    static func crowd(_ engine: Engine, messages: Int) async throws -> [UserID] {
+        let users = (0..<24).map { UserID("u" + String(100 + $0).dropFirst()) }
+        for user in users {
+            try await engine.register(user, method: .google, name: "User \(user)")
+            try await engine.registerDevice("phone", of: user, platform: .apns, appID: "app", token: "\(user)-phone")
+            try await engine.registerDevice("tablet", of: user, platform: .fcm, appID: "app", token: "\(user)-tablet")
+        }
+        try await engine.createGroup("crowd", by: users[0], name: "Crowd", members: Array(users.dropFirst()))
+        for number in 0..<messages {
+            try await engine.sendMessage(in: "crowd", from: users[0], body: "message \(number)")
+        }
+        return users
+    }
+
+    @Test func aBatchOfManyNotificationsArrivesExactlyOnceEachDeviceInLogOrder() async throws {
+        try await withEngine { engine, directory in
+            let users = try await Self.crowd(engine, messages: 30)
+            // Each message to the 23 other members' two devices.
+            let expected = 30 * 23 * 2
+            let receiver = try await WebhookReceiver.start()
+            defer { Task { try? await receiver.stop() } }
+            try await Self.withPush(engine, directory: directory, receiver: receiver) {
+                await Self.wait(receiver, for: expected)
+                // Sent once the batch before it was acknowledged whole: anything of that batch sent twice would
+                // have arrived by then.
+                try await engine.sendMessage(in: "crowd", from: users[0], body: "sentinel")
+                await Self.wait(receiver, for: expected + 46)
+            }
+            let notifications = try Self.notifications(receiver)
+            #expect(notifications.count == expected + 46)
+            #expect(Set(notifications.map(\.id)).count == expected + 46)
+            let devices = Dictionary(grouping: notifications) { "\($0.user)/\($0.device)" }
+            #expect(devices.count == 46)
+            for user in users.dropFirst() {
+                #expect(devices["\(user)/phone"]?.count == 31 && devices["\(user)/tablet"]?.count == 31)
+            }
+            for (device, received) in devices {
+                // Arrival order is log order, device by device.
+                #expect(received.map(\.position) == received.map(\.position).sorted(), "\(device)")
+            }
+        }
+    }
+
+    @Test func noMoreThanTheConfiguredNumberOfNotificationsAreInFlightAtOnce() async throws {
+        try await withEngine { engine, directory in
+            _ = try await Self.crowd(engine, messages: 10)
+            // Every send waits until four are in flight: a sink sending one at a time would never get past the first.
+            let provider = RecordingProvider(gate: 4)
+            let sink = try PushSink(
+                routes: [.apns: provider, .fcm: provider], engine: engine, maximumConcurrentSends: 4)
+            try await PushFixtures.withPush(engine, directory: directory, sink: sink) { sink, _ in
+                try await PushFixtures.eventually { sink.counts.sent == 10 * 23 * 2 }
+            }
+            #expect(provider.mostInFlight == 4)
+            #expect(provider.sends.count == 10 * 23 * 2)
+            #expect(throws: DeliveryError.self) {
+                _ = try PushSink(routes: [.apns: provider], engine: engine, maximumConcurrentSends: 0)
+            }
+        }
+    }
+
+    @Test func aThrottledAnswerFailsTheDeliveryAndTheRetrySendsOnlyWhatWasNotAcknowledged() async throws {
+        try await withEngine { engine, directory in
+            try await PushFixtures.world(engine)
+            for number in 1...4 { try await engine.sendMessage(in: "g1", from: "ann", body: "message \(number)") }
+            // ben's tablet is throttled at its second notification, the first time.
+            let provider = RecordingProvider { notification, attempt in
+                notification.device == "tablet" && notification.body == "message 2" && attempt == 1
+                    ? .retry(after: nil, reason: "TooManyRequests") : .delivered
+            }
+            let sink = try PushSink(routes: [.apns: provider, .fcm: provider, .webpush: provider], engine: engine)
+            let retries = try await PushFixtures.withPush(engine, directory: directory, sink: sink) {
+                sink, subscription in
+                try await PushFixtures.eventually { sink.counts.sent == 12 }
+                return subscription.status.retries
+            }
+            let sends = provider.sends
+            // Each of the 12 acknowledged once; the throttled one sent twice; nothing acknowledged sent again.
+            #expect(sends.count == 13)
+            let delivered = sends.filter { $0.outcome == .delivered }
+            #expect(delivered.count == 12 && Set(delivered.map(\.id)).count == 12)
+            #expect(sends.filter { $0.attempt > 1 }.count == 1)
+            #expect(retries >= 1)
+            // The tablet's: in log order, the throttled one again before the next.
+            let tablet = sends.filter { $0.device == "ben/tablet" }
+            #expect(tablet.map(\.attempt) == [1, 1, 2, 1, 1])
+            #expect(tablet.map(\.position) == tablet.map(\.position).sorted())
+            #expect(tablet[1].outcome == .retry(after: nil, reason: "TooManyRequests"))
+            for device in ["ben/phone", "cal/phone"] {
+                let positions = sends.filter { $0.device == device }.map(\.position)
+                #expect(positions.count == 4 && positions == positions.sorted(), "\(device)")
+            }
         }
     }
 }
