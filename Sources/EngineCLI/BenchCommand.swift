@@ -1,4 +1,5 @@
 import ArgumentParser
+import Delivery
 @_spi(Benchmarking) import EventLog
 import Foundation
 import Projections
@@ -25,7 +26,8 @@ struct BenchCommand: AsyncParsableCommand {
             rate, sequential write bandwidth) and reads each figure as a fraction of them. Build with -c release \
             before reading the figures. With --store nats://…, it runs only the validated commands, on the local \
             log and on a new stream of that JetStream cluster, with a follower folding them (Benchmarks/replication.sh \
-            starts a three-server cluster for it).
+            starts a three-server cluster for it). With --push, it runs only the push subscription against a \
+            local gateway in this process, with messages sent at full speed (Benchmarks/push.sh).
             """)
 
     @OptionGroup var global: GlobalOptions
@@ -41,11 +43,21 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(help: "Also write the JSON report to this file (with the table on stdout).") var jsonFile: String?
     @Flag(help: "Keep the benchmark's logs (and print where) instead of deleting them.") var keep = false
     @OptionGroup(title: "Replicated") var store: StoreOptions
+    @Flag(help: "Only the push subscription, against a local gateway: notifications/s, commit-to-receiver latency.")
+    var push = false
+    @Option(help: "With --push: notifications in flight at once (PushConfiguration.maximumConcurrentSends).")
+    var pushConcurrency = 64
+    @Option(help: "With --push: group rooms of 8 (one sender each).") var pushRooms = 256
 
     func validate() throws {
         if quick && full { throw ValidationError("--quick and --full exclude each other") }
         if let events, events < 1_000 { throw ValidationError("--events must be at least 1000") }
         if let commands, commands < 256 { throw ValidationError("--commands must be at least 256") }
+        if pushConcurrency < 1 { throw ValidationError("--push-concurrency must be at least 1") }
+        if pushRooms < 1 { throw ValidationError("--push-rooms must be at least 1") }
+        if push, let commands, commands < pushRooms {
+            throw ValidationError("--commands must be at least --push-rooms")
+        }
         if let concurrentEvents, concurrentEvents < 256 {
             throw ValidationError("--concurrent-events must be at least 256")
         }
@@ -64,6 +76,16 @@ struct BenchCommand: AsyncParsableCommand {
                 try? FileManager.default.removeItem(atPath: root)
             }
         }
+        if push {
+            let bench = PushBench(
+                rooms: pushRooms, messages: commands ?? (quick ? 5_120 : 51_200), root: root,
+                showsProgress: isatty(STDERR_FILENO) == 1, startPush: Self.startPush(concurrency: pushConcurrency))
+            let report = try await bench.run()
+            let encoded = try JSONText.encode(report)
+            if let jsonFile { try Data(encoded.utf8).write(to: URL(fileURLWithPath: jsonFile)) }
+            print(json ? encoded : PushBench.table(report))
+            return
+        }
         if let replicated = try store.configuration(node: "bench") {
             // Only the command path, on the local log and on the replicated stream, side by side.
             let bench = ReplicationBench(
@@ -79,6 +101,26 @@ struct BenchCommand: AsyncParsableCommand {
         let report = try await runner.run()
         if let jsonFile { try Data(try report.json().utf8).write(to: URL(fileURLWithPath: jsonFile)) }
         print(json ? try report.json() : report.table())
+    }
+
+    /// Starts `parley serve`'s push subscription (a gateway only; positions in memory) with `concurrency`
+    /// notifications in flight at once.
+    private static func startPush(concurrency: Int) -> PushBench.StartPush {
+        { engine, url, position in
+            let positions = MemoryPositionStore()
+            try await positions.save(position, for: .push)
+            var push = PushConfiguration(
+                gateway: PushGatewayConfiguration(
+                    url: url, secret: Array("a-benchmark-gateway-secret-of-32-bytes".utf8)))
+            push.maximumConcurrentSends = concurrency
+            let deliveries = try Deliveries(webhook: nil, push: push, engine: engine, positions: positions)
+            let running = Task { await deliveries.run() }
+            return {
+                running.cancel()
+                await running.value
+                await deliveries.close()
+            }
+        }
     }
 
     /// A fresh directory under `--data` when given, else under `$TMPDIR`; deleted after the run.
