@@ -48,6 +48,7 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(help: "With --push: notifications in flight at once (PushConfiguration.maximumConcurrentSends).")
     var pushConcurrency = 64
     @Option(help: "With --push: group rooms of 8 (one sender each).") var pushRooms = 256
+    @Option(help: "With --push: messages per second of the paced phase (7 notifications each).") var pushPace = 1_430
 
     func validate() throws {
         if quick && full { throw ValidationError("--quick and --full exclude each other") }
@@ -55,6 +56,7 @@ struct BenchCommand: AsyncParsableCommand {
         if let commands, commands < 256 { throw ValidationError("--commands must be at least 256") }
         if pushConcurrency < 1 { throw ValidationError("--push-concurrency must be at least 1") }
         if pushRooms < 1 { throw ValidationError("--push-rooms must be at least 1") }
+        if pushPace < 1 { throw ValidationError("--push-pace must be at least 1") }
         if push, let commands, commands < pushRooms {
             throw ValidationError("--commands must be at least --push-rooms")
         }
@@ -78,7 +80,7 @@ struct BenchCommand: AsyncParsableCommand {
         }
         if push {
             let bench = PushBench(
-                rooms: pushRooms, messages: commands ?? (quick ? 5_120 : 51_200), root: root,
+                rooms: pushRooms, messages: commands ?? (quick ? 5_120 : 51_200), pace: pushPace, root: root,
                 showsProgress: isatty(STDERR_FILENO) == 1, startPush: Self.startPush(concurrency: pushConcurrency))
             let report = try await bench.run()
             let encoded = try JSONText.encode(report)

@@ -17,7 +17,10 @@ import Synchronization
 /// 2. the subscription started at the position before them: the backlog drained, notifications per second;
 /// 3. as many messages again, the subscription running: command throughput with push (its ratio to phase 1),
 ///    notifications per second at the receiver, and commit-to-receiver latency (from the command's
-///    acknowledgement to the arrival of each of its notifications).
+///    acknowledgement to the arrival of each of its notifications) — which grows with the backlog when the
+///    commands make notifications faster than they are delivered;
+/// 4. messages at a steady `pace` (per second, spread over the senders) for up to 20 seconds: commit-to-receiver
+///    latency at that rate.
 ///
 /// The subscription is started by `startPush` (the caller builds it: Workloads does not depend on Delivery).
 public struct PushBench: Sendable {
@@ -31,12 +34,18 @@ public struct PushBench: Sendable {
     let root: String
     let showsProgress: Bool
     let startPush: StartPush
+    /// Messages per second in phase 4.
+    let pace: Int
     /// Members of each room.
     static let roomSize = 8
 
-    /// A run of `messages` messages per phase over `rooms` rooms (one sender each), its log under `root`.
-    public init(rooms: Int, messages: Int, root: String, showsProgress: Bool, startPush: @escaping StartPush) {
-        precondition(rooms >= 1 && messages >= rooms, "at least one room and one message per room")
+    /// A run of `messages` messages per phase over `rooms` rooms (one sender each), `pace` a second in the last
+    /// phase, its log under `root`.
+    public init(
+        rooms: Int, messages: Int, pace: Int, root: String, showsProgress: Bool, startPush: @escaping StartPush
+    ) {
+        precondition(rooms >= 1 && messages >= rooms && pace >= 1, "at least one room and one message per room")
+        self.pace = pace
         self.rooms = rooms
         self.messages = messages
         self.root = root
@@ -73,6 +82,13 @@ public struct PushBench: Sendable {
         var latencyP50Millis: Double
         var latencyP99Millis: Double
         var latencyMaxMillis: Double
+        /// Phase 4: messages a second, notifications a second they make, and the latency then.
+        var pacedMessagesPerSecond: Int
+        var pacedNotificationsPerSecond: Double
+        var pacedCPU: CPU
+        var pacedLatencyP50Millis: Double
+        var pacedLatencyP99Millis: Double
+        var pacedLatencyMaxMillis: Double
         /// Notifications that arrived more than once (by idempotency key), over both phases.
         var duplicates: Int
     }
@@ -106,20 +122,31 @@ public struct PushBench: Sendable {
         try await receiver.waitFor(2 * backlog, label: "live", showsProgress: showsProgress)
         let liveSeconds = Double(LatencySample.now() - liveBegin) / 1e9
         let liveCPU = CPUClock.sample().since(liveStart, seconds: liveSeconds)
+
+        let pacedMessages = min(messages, pace * 20) / rooms * rooms
+        let pacedStart = CPUClock.sample()
+        let pacedBegin = LatencySample.now()
+        let paced = try await drive(engine, label: "messages at \(pace)/s", count: pacedMessages, pace: pace)
+        try await receiver.waitFor(
+            2 * backlog + pacedMessages * perMessage, label: "paced", showsProgress: showsProgress)
+        let pacedCPU = CPUClock.sample().since(pacedStart, seconds: Double(LatencySample.now() - pacedBegin) / 1e9)
         await stop()
 
-        var committed: [UInt64: UInt64] = [:]
-        committed.reserveCapacity(with.commits.count)
-        for (position, at) in with.commits { committed[position] = at }
-        var latencies: [UInt64] = []
+        var committed: [UInt64: (at: UInt64, paced: Bool)] = [:]
+        committed.reserveCapacity(with.commits.count + paced.commits.count)
+        for (position, at) in with.commits { committed[position] = (at, false) }
+        for (position, at) in paced.commits { committed[position] = (at, true) }
+        var (latencies, pacedLatencies): ([UInt64], [UInt64]) = ([], [])
         var keys = Set<UInt64>()
         var duplicates = 0
         for arrival in receiver.arrivals {
             if !keys.insert(arrival.key).inserted { duplicates += 1 }
-            guard arrival.position > from.rawValue, let at = committed[arrival.position] else { continue }
-            latencies.append(arrival.at > at ? arrival.at - at : 0)
+            guard arrival.position > from.rawValue, let commit = committed[arrival.position] else { continue }
+            let latency = arrival.at > commit.at ? arrival.at - commit.at : 0
+            if commit.paced { pacedLatencies.append(latency) } else { latencies.append(latency) }
         }
         let latency = LatencySample(events: latencies.count, seconds: liveSeconds, latencies: latencies)
+        let pacedLatency = LatencySample(events: pacedLatencies.count, seconds: 0, latencies: pacedLatencies)
         return Report(
             rooms: rooms, roomSize: Self.roomSize, messagesPerPhase: messages, notificationsPerPhase: backlog,
             cores: ProcessInfo.processInfo.activeProcessorCount,
@@ -129,7 +156,11 @@ public struct PushBench: Sendable {
             liveNotificationsPerSecond: Double(backlog) / liveSeconds, liveCPU: liveCPU,
             latencyP50Millis: latency.percentileMicros(0.5) / 1000,
             latencyP99Millis: latency.percentileMicros(0.99) / 1000,
-            latencyMaxMillis: Double(latencies.max() ?? 0) / 1e6, duplicates: duplicates)
+            latencyMaxMillis: Double(latencies.max() ?? 0) / 1e6, pacedMessagesPerSecond: pace,
+            pacedNotificationsPerSecond: Double(pace * perMessage), pacedCPU: pacedCPU,
+            pacedLatencyP50Millis: pacedLatency.percentileMicros(0.5) / 1000,
+            pacedLatencyP99Millis: pacedLatency.percentileMicros(0.99) / 1000,
+            pacedLatencyMaxMillis: Double(pacedLatencies.max() ?? 0) / 1e6, duplicates: duplicates)
     }
 
     private func user(_ number: Int) -> UserID { UserID("p" + String(100_000 + number).dropFirst()) }
@@ -168,10 +199,13 @@ public struct PushBench: Sendable {
         var commits: [(UInt64, UInt64)]
     }
 
-    private func drive(_ engine: Engine, label: String) async throws -> Phase {
-        let perSender = messages / rooms
+    /// `count` messages (`messages` when nil), at full speed, or `pace` a second (message `n` of the phase due
+    /// `n / pace` seconds after its start; the senders take turns).
+    private func drive(_ engine: Engine, label: String, count: Int? = nil, pace: Int? = nil) async throws -> Phase {
+        let perSender = (count ?? messages) / rooms
         let progress = ProgressBar(label, total: perSender, enabled: showsProgress)
-        let begin = LatencySample.now()
+        let (begin, start) = (LatencySample.now(), ContinuousClock.now)
+        let rooms = rooms
         let commits = try await withThrowingTaskGroup(of: [(UInt64, UInt64)].self) { group in
             for number in 0..<rooms {
                 group.addTask {
@@ -179,6 +213,9 @@ public struct PushBench: Sendable {
                     mine.reserveCapacity(perSender)
                     let (room, sender) = (room(number), user(number * Self.roomSize))
                     for step in 0..<perSender {
+                        if let pace {
+                            try await Task.sleep(until: start + .seconds(Double(step * rooms + number) / Double(pace)))
+                        }
                         let sent = try await engine.sendMessage(
                             in: room, from: sender, body: "message \(step): see you at the park at six")
                         let now = LatencySample.now()
@@ -214,9 +251,14 @@ public struct PushBench: Sendable {
                 + "(\(String(format: "%.2f", report.commandRatio))× without)",
             "live, at the receiver   \(BenchReport.number(report.liveNotificationsPerSecond)) notifications/s; "
                 + cpu(report.liveCPU),
-            "commit to receiver      p50 \(String(format: "%.1f", report.latencyP50Millis)) ms  p99 "
+            "commit to receiver      (commands at full speed: the backlog grows) p50 \(String(format: "%.1f", report.latencyP50Millis)) ms  p99 "
                 + "\(String(format: "%.1f", report.latencyP99Millis)) ms  max "
                 + "\(String(format: "%.1f", report.latencyMaxMillis)) ms",
+            "at \(report.pacedMessagesPerSecond) messages/s  "
+                + "(\(BenchReport.number(report.pacedNotificationsPerSecond)) notifications/s): commit to receiver p50 "
+                + "\(String(format: "%.1f", report.pacedLatencyP50Millis)) ms  p99 "
+                + "\(String(format: "%.1f", report.pacedLatencyP99Millis)) ms  max "
+                + "\(String(format: "%.1f", report.pacedLatencyMaxMillis)) ms; " + cpu(report.pacedCPU),
             "duplicates              \(report.duplicates)",
         ].joined(separator: "\n")
     }
