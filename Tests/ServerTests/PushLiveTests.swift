@@ -11,14 +11,15 @@ import Testing
 
     /// `parley serve` pushing to `receiver`'s gateway, with the secret in a file of its own (removed with the
     /// directory of the process).
-    static func serve(_ receiver: WebhookReceiver, _ arguments: [String] = [], data: String? = nil) async throws
-        -> ServeProcess
-    {
+    static func serve(
+        _ receiver: WebhookReceiver, _ arguments: [String] = [], data: String? = nil, listeningOn port: Int = 0
+    ) async throws -> ServeProcess {
         let secretFile = FileManager.default.temporaryDirectory.appendingPathComponent("parley-push-\(UUID())").path
         try (secret + "\n").write(toFile: secretFile, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: secretFile) }
         return try await ServeProcess(
-            arguments: ["--push-gateway", receiver.url, "--push-secret-file", secretFile] + arguments, data: data)
+            arguments: ["--push-gateway", receiver.url, "--push-secret-file", secretFile] + arguments, data: data,
+            listeningOn: port)
     }
 
     /// The value of the series `series` (its name and labels, as `/metrics` writes them) on `port`; nil without it.
@@ -104,6 +105,58 @@ import Testing
                 #"parley_push_notifications_total{subscription="push",outcome="\#(outcome)"}"#, port: server.port)
         }
         #expect(counts == ["sent": 3, "suppressedLive": 1, "skipped": 0, "dropped": 0, "deviceRemoved": 0])
+        #expect(try await server.stop() == 0)
+        try await receiver.stop()
+    }
+
+    @Test func aGuestWatchingTheirFeedIsNotPushedAnInvitationButAFriendRequestIsAlwaysPushed() async throws {
+        let receiver = try await WebhookReceiver.start()
+        let server = try await Self.serve(receiver)
+        var authorization: [String: String] = [:]
+        for user in ["alice", "bob", "carol"] { authorization[user] = "Bearer " + (try await token(user)) }
+        let client = try HTTPWire(port: server.port)
+        func post(_ path: String, as user: String, json: String = "{}") async throws -> WireResponse {
+            try await ShutdownTests.post(client, path, authorization: authorization[user]!, json: json)
+        }
+        for user in ["alice", "bob", "carol"] {
+            let answer = try await post(
+                "/v1/users", as: user, json: #"{"method":"email","email":"\#(user)@example.com","name":"\#(user)"}"#)
+            #expect(answer.status == 201, "\(answer.body)")
+        }
+        for user in ["bob", "carol"] {
+            let device = try await client.request(
+                .put, "/v1/me/devices/\(user)-phone",
+                headers: [.authorization: authorization[user]!, .contentType: "application/json"],
+                body: #"{"platform":"fcm","token":"fcm-token-of-\#(user)","appID":"1:123:android:abc"}"#)
+            #expect(device.status == 200, "\(device.body)")
+        }
+
+        // Bob watches his feed live; Carol does not.
+        let watcher = try await WebSocketWire(port: server.port, token: try await token("bob"))
+        try await watcher.subscribe("feed")
+        #expect(try await watcher.catchUp().last?.type == "caughtUp")
+        // A friend request shows on no topic: pushed to both.
+        for user in ["bob", "carol"] {
+            #expect(try await post("/v1/friend-requests", as: "alice", json: #"{"to":"\#(user)"}"#).status == 201)
+        }
+        await receiver.wait { Self.notifications(in: $0).count >= 2 }
+        for user in ["bob", "carol"] {
+            #expect(try await post("/v1/friend-requests/alice/accept", as: user).status == 200)
+        }
+        // An invitation shows in the guest's feed: pushed to Carol only.
+        let hosted = try await post(
+            "/v1/activities", as: "alice",
+            json: #"{"id":"a1","kind":"walk","title":"Dawn walk","startsAt":"2030-06-01T07:00:00.000Z"}"#)
+        #expect(hosted.status == 201, "\(hosted.body)")
+        let invited = try await post("/v1/activities/a1/guests", as: "alice", json: #"{"guests":["bob","carol"]}"#)
+        #expect(invited.status == 200, "\(invited.body)")
+        await receiver.wait { Self.notifications(in: $0).contains { $0.kind == .invitation } }
+        let received = Self.notifications(in: receiver.requests).map { "\($0.kind.rawValue) \($0.user.rawValue)" }
+        #expect(received.sorted() == ["friendRequest bob", "friendRequest carol", "invitation carol"])
+        let suppressed = try await Self.metric(
+            #"parley_push_notifications_total{subscription="push",outcome="suppressedLive"}"#, port: server.port)
+        #expect(suppressed == 1)
+        watcher.cut()
         #expect(try await server.stop() == 0)
         try await receiver.stop()
     }
