@@ -140,8 +140,9 @@ struct ServeCommand: AsyncParsableCommand {
             replicated.directory = global.data
             let log = try await store.openReplicatedLog(replicated)
             do {
+                // Snapshots go to the node's copy, as a local log's to its directory: a restart loads the newest.
                 engine = try await onDedicatedThread("parley-opening") { () throws(Projections.ValidationError) in
-                    try Engine(store: log)
+                    try Engine(store: log, options: Engine.Options())
                 }
             } catch {
                 try? await onDedicatedThread("parley-closing") { try log.close() }

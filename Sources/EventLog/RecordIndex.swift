@@ -18,18 +18,36 @@ package struct RecordIndex: Sendable {
     /// its first position and is not added; expected versions are checked before anything changes.
     /// - Returns: the positions and duplicate flags, or the first expected-version mismatch (nothing added).
     package mutating func place(_ proposed: [ProposedRecord], now: Int64) -> Result<AppendResult, EventLogError> {
+        let placed = Self.place(
+            proposed, now: now, from: last + 1, existing: { self.ids[$0] }, version: { self.version(of: $0) })
+        return placed.map { result, records in
+            for record in records { append(record) }
+            return result
+        }
+    }
+
+    /// Positions `proposed` densely from `next`, stamping `now` where a record has no time, against what is held
+    /// elsewhere: `existing` gives the position of an id held, `version` a stream's newest version. A repeated id
+    /// (held, or earlier in `proposed`) gets its first position and no record; expected versions are checked as
+    /// the records come.
+    /// - Returns: the positions and duplicate flags with the new records, or the first expected-version mismatch.
+    package static func place(
+        _ proposed: [ProposedRecord], now: Int64, from next: UInt64, existing: (EventID) -> UInt64?,
+        version: (StreamName) -> UInt64
+    ) -> Result<(AppendResult, [Record]), EventLogError> {
         var positions: [Position] = []
         var duplicates: [Bool] = []
         var versions: [StreamName: UInt64] = [:]
         var local: [EventID: UInt64] = [:]
-        var next = last + 1
+        var fresh: [Record] = []
+        var next = next
         for (number, record) in proposed.enumerated() {
-            if let existing = ids[record.id] ?? local[record.id] {
+            if let existing = local[record.id] ?? existing(record.id) {
                 positions.append(Position(existing))
                 duplicates.append(true)
                 continue
             }
-            let current = versions[record.stream] ?? version(of: record.stream)
+            let current = versions[record.stream] ?? version(record.stream)
             if let expected = record.expectedVersion, !expected.isMet(atVersion: current) {
                 return .failure(expected.mismatch(stream: record.stream, current: current, number: number))
             }
@@ -37,16 +55,14 @@ package struct RecordIndex: Sendable {
             local[record.id] = next
             positions.append(Position(next))
             duplicates.append(false)
+            fresh.append(
+                Record(
+                    position: Position(next), id: record.id, time: record.time ?? now, stream: record.stream,
+                    streamVersion: StreamVersion(current + 1), type: record.type, actor: record.actor,
+                    payload: record.payload))
             next += 1
         }
-        for (number, record) in proposed.enumerated() where !duplicates[number] {
-            append(
-                Record(
-                    position: positions[number], id: record.id, time: record.time ?? now, stream: record.stream,
-                    streamVersion: StreamVersion(version(of: record.stream) + 1), type: record.type,
-                    actor: record.actor, payload: record.payload))
-        }
-        return .success(AppendResult(positions: positions, wasDuplicate: duplicates))
+        return .success((AppendResult(positions: positions, wasDuplicate: duplicates), fresh))
     }
 
     /// Adds a record positioned elsewhere (read back from a stream); it must be the next position.

@@ -18,41 +18,18 @@ struct PendingRecords {
     func last(after base: UInt64) -> UInt64 { records.last?.position.rawValue ?? base }
 
     /// Positions `proposed` after the newest record placed (or after `base`, the stream's head, when none is),
-    /// stamping `now` where a record has no time: a repeated id gets its first position and is not added; expected
-    /// versions are checked before anything changes.
+    /// against these records first and the copy's indexes after (``RecordIndex/place(_:now:from:existing:version:)``).
     /// - Returns: the positions and duplicate flags, or the first expected-version mismatch (nothing added).
     mutating func place(_ proposed: [ProposedRecord], now: Int64, after base: UInt64, copy: EventLog)
         -> Result<AppendResult, EventLogError>
     {
-        var positions: [Position] = []
-        var duplicates: [Bool] = []
-        var local: [EventID: UInt64] = [:]
-        var localVersions: [StreamName: UInt64] = [:]
-        var fresh: [Record] = []
-        var next = last(after: base) + 1
-        for (number, record) in proposed.enumerated() {
-            if let existing = local[record.id] ?? ids[record.id] ?? copy.position(of: record.id) {
-                positions.append(Position(existing))
-                duplicates.append(true)
-                continue
-            }
-            let current = localVersions[record.stream] ?? versions[record.stream] ?? copy.version(of: record.stream)
-            if let expected = record.expectedVersion, !expected.isMet(atVersion: current) {
-                return .failure(expected.mismatch(stream: record.stream, current: current, number: number))
-            }
-            localVersions[record.stream] = current + 1
-            local[record.id] = next
-            positions.append(Position(next))
-            duplicates.append(false)
-            fresh.append(
-                Record(
-                    position: Position(next), id: record.id, time: record.time ?? now, stream: record.stream,
-                    streamVersion: StreamVersion(current + 1), type: record.type, actor: record.actor,
-                    payload: record.payload))
-            next += 1
+        let placed = RecordIndex.place(
+            proposed, now: now, from: last(after: base) + 1, existing: { self.ids[$0] ?? copy.position(of: $0) },
+            version: { self.versions[$0] ?? copy.version(of: $0) })
+        return placed.map { result, records in
+            append(records)
+            return result
         }
-        append(fresh)
-        return .success(AppendResult(positions: positions, wasDuplicate: duplicates))
     }
 
     /// Adds records placed elsewhere (a batch the stream took, placed again after the pending ones were dropped).

@@ -71,5 +71,7 @@ extension Engine {
         }
         durablePosition.store(position, ordering: .releasing)
         durableChanges.notify()
+        // A follower keeps snapshots as a writer does, so that it starts again from one.
+        snapshotIfDue()
     }
 }

@@ -315,12 +315,13 @@ extension Engine {
         }
     }
 
-    /// On close: writes a snapshot of everything acknowledged when the policy asks for one and enough was folded
-    /// since the newest; a failure is a note.
+    /// On close: writes a snapshot of everything acknowledged (or, following another node's writes, folded) when
+    /// the policy asks for one and enough was folded since the newest; a failure is a note.
     func writeSnapshotOnClose() {
         guard let minimum = snapshots.policy.onCloseAfterEvents else { return }
         waitUntilDurable(sequencer.withLock { $0.position })
-        guard pipeline.withLock({ $0.failure == nil }) else { return }
+        // A follower's pipeline holds the refusal of commands, not a failure of what it folded.
+        guard pipeline.withLock({ $0.failure == nil }) || isFollowing else { return }
         let position = durablePosition.load(ordering: .acquiring)
         guard position > 0, position >= snapshots.newest + minimum else { return }
         do throws(ValidationError) {
