@@ -39,15 +39,16 @@ public struct PushBench: Sendable {
     /// Members of each room.
     static let roomSize = 8
 
-    /// A run of `messages` messages per phase over `rooms` rooms (one sender each), `pace` a second in the last
-    /// phase, its log under `root`.
+    /// A run of `messages` messages per phase (rounded down to a multiple of `rooms`) over `rooms` rooms (one
+    /// sender each), `pace` a second in the last phase, its log under `root`.
     public init(
         rooms: Int, messages: Int, pace: Int, root: String, showsProgress: Bool, startPush: @escaping StartPush
     ) {
         precondition(rooms >= 1 && messages >= rooms && pace >= 1, "at least one room and one message per room")
         self.pace = pace
         self.rooms = rooms
-        self.messages = messages
+        // Each room's sender sends the same number.
+        self.messages = messages / rooms * rooms
         self.root = root
         self.showsProgress = showsProgress
         self.startPush = startPush
