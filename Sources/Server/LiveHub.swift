@@ -234,10 +234,25 @@ final class LiveHub: Sendable {
         var requests: [Request] = []
         var nextID: UInt64 = 1
         var stopping = false
+        /// Per topic, how many of each user's connections are subscribers: whether a user watches a topic in O(1),
+        /// for the push subscription (a room's subscribers may be many, and so may its notifications).
+        var watchers: [Topic: [UserID: Int]] = [:]
+
+        /// Adds (or replaces) one subscriber.
+        mutating func addSubscriber(_ subscriber: Subscriber, to topic: Topic) {
+            let connection = subscriber.connection
+            guard subscribers[topic, default: [:]].updateValue(subscriber, forKey: connection.id) == nil else { return }
+            watchers[topic, default: [:]][connection.user, default: 0] += 1
+        }
 
         /// Removes one subscriber, and the topic when it was the last.
         mutating func removeSubscriber(_ id: UInt64, from topic: Topic) {
-            subscribers[topic]?[id] = nil
+            if let removed = subscribers[topic]?.removeValue(forKey: id) {
+                let user = removed.connection.user
+                let left = (watchers[topic]?[user] ?? 1) - 1
+                watchers[topic]?[user] = left > 0 ? left : nil
+                if watchers[topic]?.isEmpty == true { watchers[topic] = nil }
+            }
             if subscribers[topic]?.isEmpty == true { subscribers[topic] = nil }
         }
     }
@@ -291,13 +306,15 @@ final class LiveHub: Sendable {
     var isStopping: Bool { state.withLock { $0.stopping } }
     var connectionCount: Int { state.withLock { $0.connections.count } }
 
-    /// Whether a connection of `user` that has not ended is subscribed to `topic`, or has asked to be (its catch-up
-    /// brings it what came before).
+    /// Whether a connection of `user` is subscribed to `topic`, or has asked to be (its catch-up brings it what came
+    /// before). A connection that ended is unsubscribed as soon as the hub notices (a frame it cannot take, its
+    /// handler's return).
     func isSubscribed(_ user: UserID, to topic: Topic) -> Bool {
         state.withLock { s in
-            let isTheirs = { (connection: LiveConnection) in connection.user == user && connection.ending == nil }
-            if s.subscribers[topic]?.values.contains(where: { isTheirs($0.connection) }) == true { return true }
-            return s.requests.contains { $0.topic == topic && isTheirs($0.connection) }
+            s.watchers[topic]?[user] != nil
+                || s.requests.contains {
+                    $0.topic == topic && $0.connection.user == user && $0.connection.ending == nil
+                }
         }
     }
 
@@ -520,8 +537,7 @@ final class LiveHub: Sendable {
         state.withLock { s in
             // An unsubscribe or a disconnect during the catch-up wins: it changed the connection first.
             guard connection.ending == nil, connection.topics.contains(request.topic) else { return }
-            s.subscribers[request.topic, default: [:]][connection.id] = Subscriber(
-                connection: connection, skipThrough: through)
+            s.addSubscriber(Subscriber(connection: connection, skipThrough: through), to: request.topic)
         }
     }
 
