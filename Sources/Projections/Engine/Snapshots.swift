@@ -273,6 +273,8 @@ extension Engine {
     public func writeSnapshot() throws(ValidationError) -> Position {
         try snapshots.writing.withLock { _ throws(ValidationError) -> Position in
             let (bytes, position) = try encodeSnapshot()
+            // Encoding copied the whole state (hundreds of MB for the simulated week) and freed it.
+            defer { releaseFreedMemory() }
             do throws(EventLogError) {
                 try store.writeSnapshot(bytes, at: Position(position), keep: Snapshots.kept)
             } catch {
