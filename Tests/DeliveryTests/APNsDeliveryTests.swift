@@ -54,25 +54,41 @@ import Testing
         return try await keys.verify(token, as: Claims.self)
     }
 
+    /// Runs the push subscription over `engine` (positions in `directory`) until `send` returns, sending to an APNs
+    /// server on 127.0.0.1 that answers as `answer` says (as ``server(_:)`` does when nil), signing with a new key,
+    /// `configure` applied to the configuration; the server stops once this returns, keeping what it received.
+    static func deliver(
+        _ engine: Engine, directory: String, answer: ProviderServer.Responder? = nil,
+        configure: (inout PushConfiguration) -> Void = { _ in },
+        _ send: (ProviderServer, PushSink) async throws -> Void
+    ) async throws -> (server: ProviderServer, key: P256.Signing.PrivateKey, sink: PushSink) {
+        let certificates = try TestCertificates.make()
+        let server = try await Self.server(certificates)
+        defer { Task { try? await server.stop() } }
+        if let answer { server.respond(answer) }
+        let key = P256.Signing.PrivateKey()
+        var configuration = try Self.configuration(server, key: key, certificates: certificates)
+        configure(&configuration)
+        let sink = try await PushFixtures.withPush(engine, directory: directory, configuration: configuration) {
+            sink in
+            try await send(server, sink)
+            return sink
+        }
+        return (server, key, sink)
+    }
+
     @Test func everyNotificationArrivesOverHTTP2WithASignedTokenTheHeadersAndTheBadge() async throws {
         try await withEngine { engine, directory in
             try await PushFixtures.world(engine)
-            let certificates = try TestCertificates.make()
-            let server = try await Self.server(certificates)
-            defer { Task { try? await server.stop() } }
-            let key = P256.Signing.PrivateKey()
-            let before = Int64(Date().timeIntervalSince1970)
-            let sink = try await PushFixtures.withPush(
-                engine, directory: directory,
-                configuration: try Self.configuration(server, key: key, certificates: certificates)
-            ) { sink in
+            var before: Int64 = 0
+            let (server, key, sink) = try await Self.deliver(engine, directory: directory) { server, sink in
+                before = Int64(Date().timeIntervalSince1970)
                 try await engine.sendMessage(in: "g1", from: "ann", body: "walk at six?")
                 await server.wait { $0.count >= 1 }
                 try await engine.setHidesPreviews(true, user: "ben")
                 try await engine.sendMessage(in: "d1", from: "ann", body: "or seven")
                 await server.wait { $0.count >= 2 }
                 try await PushFixtures.eventually { sink.counts.sent == 2 && sink.counts.skipped == 3 }
-                return sink
             }
             let requests = server.requests
             #expect(requests.count == 2)
@@ -119,24 +135,18 @@ import Testing
         try await withEngine { engine, directory in
             try await PushFixtures.world(engine)
             try await engine.registerDevice("watch", of: "ben", platform: .apns, appID: "app", token: "ben-watch")
-            let certificates = try TestCertificates.make()
-            let server = try await Self.server(certificates)
-            defer { Task { try? await server.stop() } }
-            server.respond { request in
-                request.path.hasSuffix("/ben-phone")
-                    ? .json(410, #"{"reason":"Unregistered","timestamp":1795165200000}"#) : .init(status: 200)
-            }
-            let key = P256.Signing.PrivateKey()
-            let sink = try await PushFixtures.withPush(
+            let (server, _, sink) = try await Self.deliver(
                 engine, directory: directory,
-                configuration: try Self.configuration(server, key: key, certificates: certificates)
-            ) { sink in
+                answer: { request in
+                    request.path.hasSuffix("/ben-phone")
+                        ? .json(410, #"{"reason":"Unregistered","timestamp":1795165200000}"#) : .init(status: 200)
+                }
+            ) { server, sink in
                 try await engine.sendMessage(in: "d1", from: "ann", body: "one")
                 try await PushFixtures.eventually { try engine.devices(of: "ben") == ["tablet", "watch"] }
                 try await engine.sendMessage(in: "d1", from: "ann", body: "two")
                 await server.wait { requests in requests.filter { $0.path.hasSuffix("/ben-watch") }.count >= 2 }
                 try await PushFixtures.eventually { sink.counts.sent == 2 }
-                return sink
             }
             #expect(try engine.devices(of: "ben") == ["tablet", "watch"])
             let paths = server.requests.map(\.path)
@@ -149,28 +159,15 @@ import Testing
     @Test func aThrottledNotificationIsSentAgainNoSoonerThanItsRetryAfter() async throws {
         try await withEngine { engine, directory in
             try await PushFixtures.world(engine)
-            let certificates = try TestCertificates.make()
-            let server = try await Self.server(certificates)
-            defer { Task { try? await server.stop() } }
-            let answered = PlainMutex(0)
-            server.respond { _ in
-                let count = answered.withLock { count in
-                    count += 1
-                    return count
-                }
-                return count == 1
-                    ? .json(429, #"{"reason":"TooManyRequests"}"#, headers: [("retry-after", "1")])
-                    : .init(status: 200)
-            }
-            let key = P256.Signing.PrivateKey()
-            let sink = try await PushFixtures.withPush(
+            let (server, _, sink) = try await Self.deliver(
                 engine, directory: directory,
-                configuration: try Self.configuration(server, key: key, certificates: certificates)
-            ) { sink in
+                answer: PushFixtures.answering(
+                    first: .json(429, #"{"reason":"TooManyRequests"}"#, headers: [("retry-after", "1")]),
+                    later: .init(status: 200))
+            ) { server, sink in
                 try await engine.sendMessage(in: "d1", from: "ann", body: "slow down")
                 await server.wait { $0.count >= 2 }
                 try await PushFixtures.eventually { sink.counts.sent == 1 }
-                return sink
             }
             let requests = server.requests
             #expect(requests.count == 2)
@@ -186,29 +183,23 @@ import Testing
     @Test func anExpiredProviderTokenIsRenewedAndTheNotificationSent() async throws {
         try await withEngine { engine, directory in
             try await PushFixtures.world(engine)
-            let certificates = try TestCertificates.make()
-            let server = try await Self.server(certificates)
-            defer { Task { try? await server.stop() } }
             let first = PlainMutex<String?>(nil)
-            server.respond { request in
-                let authorization = request.headers["authorization"] ?? ""
-                let expired = first.withLock { first in
-                    if first == nil { first = authorization }
-                    return first == authorization
-                }
-                return expired ? .json(403, #"{"reason":"ExpiredProviderToken"}"#) : .init(status: 200)
-            }
-            let key = P256.Signing.PrivateKey()
-            let sink = try await PushFixtures.withPush(
+            let (server, key, sink) = try await Self.deliver(
                 engine, directory: directory,
-                configuration: try Self.configuration(server, key: key, certificates: certificates)
-            ) { sink in
+                answer: { request in
+                    let authorization = request.headers["authorization"] ?? ""
+                    let expired = first.withLock { first in
+                        if first == nil { first = authorization }
+                        return first == authorization
+                    }
+                    return expired ? .json(403, #"{"reason":"ExpiredProviderToken"}"#) : .init(status: 200)
+                }
+            ) { server, sink in
                 try await engine.sendMessage(in: "d1", from: "ann", body: "one")
                 await server.wait { $0.count >= 2 }
                 try await engine.sendMessage(in: "d1", from: "ann", body: "two")
                 await server.wait { $0.count >= 3 }
                 try await PushFixtures.eventually { sink.counts.sent == 2 }
-                return sink
             }
             let requests = server.requests
             #expect(requests.count == 3)
@@ -226,20 +217,15 @@ import Testing
     @Test func aTokenIsRenewedOnceItsRenewalTimeHasPassed() async throws {
         try await withEngine { engine, directory in
             try await PushFixtures.world(engine)
-            let certificates = try TestCertificates.make()
-            let server = try await Self.server(certificates)
-            defer { Task { try? await server.stop() } }
-            let key = P256.Signing.PrivateKey()
-            var configuration = try Self.configuration(server, key: key, certificates: certificates)
-            // Due for renewal at once (50 minutes in production): each notification gets a token of its own.
-            configuration.apns?.tokenRenewal = .nanoseconds(1)
-            let sink = try await PushFixtures.withPush(engine, directory: directory, configuration: configuration) {
-                sink in
+            let (server, key, sink) = try await Self.deliver(
+                engine, directory: directory,
+                // Due for renewal at once (50 minutes in production): each notification gets a token of its own.
+                configure: { $0.apns?.tokenRenewal = .nanoseconds(1) }
+            ) { _, sink in
                 try await engine.sendMessage(in: "d1", from: "ann", body: "one")
                 try await PushFixtures.eventually { sink.counts.sent == 1 }
                 try await engine.sendMessage(in: "d1", from: "ann", body: "two")
                 try await PushFixtures.eventually { sink.counts.sent == 2 }
-                return sink
             }
             let requests = server.requests
             #expect(requests.count == 2)
@@ -253,23 +239,17 @@ import Testing
     @Test func aNotificationAPNsRefusesForGoodIsDroppedAndTheNextStillGoes() async throws {
         try await withEngine { engine, directory in
             try await PushFixtures.world(engine)
-            let certificates = try TestCertificates.make()
-            let server = try await Self.server(certificates)
-            defer { Task { try? await server.stop() } }
-            server.respond { request in
-                String(decoding: request.body, as: UTF8.self).contains("too big")
-                    ? .json(413, #"{"reason":"PayloadTooLarge"}"#) : .init(status: 200)
-            }
-            let key = P256.Signing.PrivateKey()
-            let sink = try await PushFixtures.withPush(
+            let (server, _, sink) = try await Self.deliver(
                 engine, directory: directory,
-                configuration: try Self.configuration(server, key: key, certificates: certificates)
-            ) { sink in
+                answer: { request in
+                    String(decoding: request.body, as: UTF8.self).contains("too big")
+                        ? .json(413, #"{"reason":"PayloadTooLarge"}"#) : .init(status: 200)
+                }
+            ) { server, sink in
                 try await engine.sendMessage(in: "d1", from: "ann", body: "too big")
                 try await engine.sendMessage(in: "d1", from: "ann", body: "fine")
                 await server.wait { $0.count >= 2 }
                 try await PushFixtures.eventually { sink.counts.sent == 1 && sink.counts.skipped == 2 }
-                return sink
             }
             #expect(server.requests.count == 2)
             #expect(sink.counts == PushSink.Counts(sent: 1, devicesRemoved: 0, dropped: 1, skipped: 2))
@@ -282,17 +262,15 @@ import Testing
         #expect(throws: DeliveryError.self) {
             _ = try APNsConfiguration(keyPEM: "not a key", keyID: Self.keyID, teamID: Self.teamID)
         }
-        do {
+        PushFixtures.expectRefused("a team id of 5 characters was taken") { () throws(DeliveryError) in
             _ = try APNsConfiguration(keyPEM: key, keyID: Self.keyID, teamID: "short")
-            Issue.record("a team id of 5 characters was taken")
-        } catch {
+        } check: { error in
             #expect(error.code == .invalidConfiguration)
             #expect(error.message == "the APNs team id 'short' is not 10 letters or digits")
         }
-        do {
+        PushFixtures.expectRefused("a plain http URL to another host was taken") { () throws(DeliveryError) in
             _ = try APNsConfiguration(keyPEM: key, keyID: Self.keyID, teamID: Self.teamID, url: "http://example.com")
-            Issue.record("a plain http URL to another host was taken")
-        } catch {
+        } check: { error in
             #expect(error.code == .invalidConfiguration)
             #expect(error.message.contains("is not an https:// URL"))
         }

@@ -124,23 +124,39 @@ final class FCMServer: Sendable {
         return fields
     }
 
+    /// Runs the push subscription over `engine` (positions in `directory`) until `send` returns, sending to an
+    /// ``FCMServer`` that answers valid sends as `answer` says (its default when nil) and refuses the `revoked`
+    /// tokens, for a new service account key; the server stops once this returns, keeping what it received.
+    static func deliver(
+        _ engine: Engine, directory: String, answer: ProviderServer.Responder? = nil, revoked: [String] = [],
+        _ send: (PushSink) async throws -> Void
+    ) async throws -> (server: FCMServer, key: _RSA.Signing.PrivateKey, sink: PushSink) {
+        let server = try await FCMServer.start()
+        defer { Task { try? await server.stop() } }
+        if let answer { server.answer(answer) }
+        for token in revoked { server.revoke(token) }
+        let key = try Self.key()
+        let sink = try await PushFixtures.withPush(
+            engine, directory: directory, configuration: PushConfiguration(fcm: try server.configuration(key: key))
+        ) { sink in
+            try await send(sink)
+            return sink
+        }
+        return (server, key, sink)
+    }
+
     @Test func everyNotificationIsSentWithAnAccessTokenTheServiceAccountSigned() async throws {
         try await withEngine { engine, directory in
             try await PushFixtures.world(engine)
-            let server = try await FCMServer.start()
-            defer { Task { try? await server.stop() } }
-            let key = try Self.key()
-            let before = Int64(Date().timeIntervalSince1970)
-            let sink = try await PushFixtures.withPush(
-                engine, directory: directory, configuration: PushConfiguration(fcm: try server.configuration(key: key))
-            ) { sink in
+            var before: Int64 = 0
+            let (server, key, sink) = try await Self.deliver(engine, directory: directory) { sink in
+                before = Int64(Date().timeIntervalSince1970)
                 try await engine.sendMessage(in: "g1", from: "ann", body: "walk at six?")
                 // Worked out when delivered: the setting changes once the first is sent.
                 try await PushFixtures.eventually { sink.counts.sent == 1 }
                 try await engine.setHidesPreviews(true, user: "ben")
                 try await engine.sendMessage(in: "d1", from: "ann", body: "or seven")
                 try await PushFixtures.eventually { sink.counts.sent == 2 && sink.counts.skipped == 3 }
-                return sink
             }
             // One access token, asked for with a JWT the service account's key signed.
             let tokenRequests = server.tokenRequests
@@ -196,37 +212,34 @@ final class FCMServer: Sendable {
             try await PushFixtures.world(engine)
             try await engine.registerDevice("laptop", of: "ben", platform: .fcm, appID: "app", token: "ben-laptop")
             try await engine.registerDevice("reader", of: "ben", platform: .fcm, appID: "app", token: "ben-reader")
-            let server = try await FCMServer.start()
-            defer { Task { try? await server.stop() } }
-            server.answer { request in
-                let body = String(decoding: request.body, as: UTF8.self)
-                if body.contains(#""token":"ben-tablet""#) {
-                    return .json(
-                        404,
-                        #"{"error":{"code":404,"message":"Requested entity was not found.","status":"NOT_FOUND","#
-                            + #""details":[{"@type":"type.googleapis.com/google.firebase.fcm.v1.FcmError","#
-                            + #""errorCode":"UNREGISTERED"}]}}"#)
+            let (server, _, sink) = try await Self.deliver(
+                engine, directory: directory,
+                answer: { request in
+                    let body = String(decoding: request.body, as: UTF8.self)
+                    if body.contains(#""token":"ben-tablet""#) {
+                        return .json(
+                            404,
+                            #"{"error":{"code":404,"message":"Requested entity was not found.","status":"NOT_FOUND","#
+                                + #""details":[{"@type":"type.googleapis.com/google.firebase.fcm.v1.FcmError","#
+                                + #""errorCode":"UNREGISTERED"}]}}"#)
+                    }
+                    if body.contains(#""token":"ben-laptop""#) {
+                        return .json(
+                            400,
+                            #"{"error":{"code":400,"message":"The registration token is not a valid FCM registration "#
+                                + #"token","status":"INVALID_ARGUMENT","details":[{"@type":"#
+                                + #""type.googleapis.com/google.firebase.fcm.v1.FcmError","#
+                                + #""errorCode":"INVALID_ARGUMENT"},"#
+                                + #"{"@type":"type.googleapis.com/google.rpc.BadRequest","fieldViolations":[{"#
+                                + #""field":"message.token","description":"Invalid registration token"}]}]}}"#)
+                    }
+                    return .json(200, #"{"name":"projects/parley-test/messages/2"}"#)
                 }
-                if body.contains(#""token":"ben-laptop""#) {
-                    return .json(
-                        400,
-                        #"{"error":{"code":400,"message":"The registration token is not a valid FCM registration "#
-                            + #"token","status":"INVALID_ARGUMENT","details":[{"@type":"#
-                            + #""type.googleapis.com/google.firebase.fcm.v1.FcmError","errorCode":"INVALID_ARGUMENT"},"#
-                            + #"{"@type":"type.googleapis.com/google.rpc.BadRequest","fieldViolations":[{"#
-                            + #""field":"message.token","description":"Invalid registration token"}]}]}}"#)
-                }
-                return .json(200, #"{"name":"projects/parley-test/messages/2"}"#)
-            }
-            let key = try Self.key()
-            let sink = try await PushFixtures.withPush(
-                engine, directory: directory, configuration: PushConfiguration(fcm: try server.configuration(key: key))
             ) { sink in
                 try await engine.sendMessage(in: "d1", from: "ann", body: "one")
                 try await PushFixtures.eventually { try engine.devices(of: "ben") == ["phone", "reader"] }
                 try await engine.sendMessage(in: "d1", from: "ann", body: "two")
                 try await PushFixtures.eventually { sink.counts.sent == 2 }
-                return sink
             }
             #expect(try engine.devices(of: "ben") == ["phone", "reader"])
             let tokens = server.sends.map {
@@ -240,17 +253,11 @@ final class FCMServer: Sendable {
     @Test func aRefusedAccessTokenIsFetchedAgainAndTheNotificationSent() async throws {
         try await withEngine { engine, directory in
             try await PushFixtures.world(engine)
-            let server = try await FCMServer.start()
-            defer { Task { try? await server.stop() } }
-            server.revoke("ya29.token-1")
-            let key = try Self.key()
-            let sink = try await PushFixtures.withPush(
-                engine, directory: directory, configuration: PushConfiguration(fcm: try server.configuration(key: key))
-            ) { sink in
+            let (server, _, sink) = try await Self.deliver(engine, directory: directory, revoked: ["ya29.token-1"]) {
+                sink in
                 try await engine.sendMessage(in: "d1", from: "ann", body: "one")
                 try await engine.sendMessage(in: "d1", from: "ann", body: "two")
                 try await PushFixtures.eventually { sink.counts.sent == 2 }
-                return sink
             }
             // Refused once, fetched again at once, and the new one kept.
             #expect(server.issued == ["ya29.token-1", "ya29.token-2"])
@@ -267,27 +274,16 @@ final class FCMServer: Sendable {
     @Test func anUnavailableServiceIsTriedAgainNoSoonerThanItsRetryAfter() async throws {
         try await withEngine { engine, directory in
             try await PushFixtures.world(engine)
-            let server = try await FCMServer.start()
-            defer { Task { try? await server.stop() } }
-            let answered = PlainMutex(0)
-            server.answer { _ in
-                let count = answered.withLock { count in
-                    count += 1
-                    return count
-                }
-                return count == 1
-                    ? .json(
+            let (server, _, sink) = try await Self.deliver(
+                engine, directory: directory,
+                answer: PushFixtures.answering(
+                    first: .json(
                         503, #"{"error":{"code":503,"message":"The service is unavailable.","status":"UNAVAILABLE"}}"#,
-                        headers: [("retry-after", "1")])
-                    : .json(200, #"{"name":"projects/parley-test/messages/3"}"#)
-            }
-            let key = try Self.key()
-            let sink = try await PushFixtures.withPush(
-                engine, directory: directory, configuration: PushConfiguration(fcm: try server.configuration(key: key))
+                        headers: [("retry-after", "1")]),
+                    later: .json(200, #"{"name":"projects/parley-test/messages/3"}"#))
             ) { sink in
                 try await engine.sendMessage(in: "d1", from: "ann", body: "later")
                 try await PushFixtures.eventually { sink.counts.sent == 1 }
-                return sink
             }
             let sends = server.sends
             #expect(sends.count == 2)
@@ -300,10 +296,9 @@ final class FCMServer: Sendable {
     @Test func aServiceAccountFileThatLacksAFieldOrSendsItsTokenInTheClearIsRefused() throws {
         let key = try Self.key()
         let missing = Array(#"{"type":"service_account","project_id":"p","client_email":"a@b.c"}"#.utf8)
-        do {
+        PushFixtures.expectRefused("a service account without a private key was taken") { () throws(DeliveryError) in
             _ = try FCMConfiguration(serviceAccount: missing, source: "account.json")
-            Issue.record("a service account without a private key was taken")
-        } catch {
+        } check: { error in
             #expect(error.code == .invalidConfiguration)
             #expect(error.message.hasPrefix("the FCM service account account.json has no 'private_key'"))
         }
@@ -312,17 +307,15 @@ final class FCMServer: Sendable {
             "token_uri": "http://oauth2.example.com/token",
         ]
         let json = Array(try JSONSerialization.data(withJSONObject: account))
-        do {
+        PushFixtures.expectRefused("a token URL in plain http to another host was taken") { () throws(DeliveryError) in
             _ = try FCMConfiguration(serviceAccount: json, source: "account.json")
-            Issue.record("a token URL in plain http to another host was taken")
-        } catch {
+        } check: { error in
             #expect(error.code == .invalidConfiguration)
             #expect(error.message.contains("account.json's token_uri URL 'http://oauth2.example.com/token'"))
         }
-        do {
+        PushFixtures.expectRefused("a JSON array was taken") { () throws(DeliveryError) in
             _ = try FCMConfiguration(serviceAccount: Array("[]".utf8), source: "account.json")
-            Issue.record("a JSON array was taken")
-        } catch {
+        } check: { error in
             #expect(error.message.hasPrefix("the FCM service account account.json is not a JSON object"))
         }
     }

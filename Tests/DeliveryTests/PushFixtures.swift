@@ -68,6 +68,34 @@ enum PushFixtures {
         }
     }
 
+    /// A provider server's answers: `first` to the first request, `later` to every one after it.
+    static func answering(
+        first: ProviderServer.Response, later: ProviderServer.Response
+    ) -> ProviderServer.Responder {
+        let answered = PlainMutex(0)
+        return { _ in
+            let count = answered.withLock { count in
+                count += 1
+                return count
+            }
+            return count == 1 ? first : later
+        }
+    }
+
+    /// Expects `make` to refuse a configuration: records `taken` when it does not throw, hands `check` the error when
+    /// it does.
+    static func expectRefused(
+        _ taken: Comment, sourceLocation: SourceLocation = #_sourceLocation,
+        _ make: () throws(DeliveryError) -> Void, check: (DeliveryError) -> Void
+    ) {
+        do {
+            try make()
+            Issue.record(taken, sourceLocation: sourceLocation)
+        } catch {
+            check(error)
+        }
+    }
+
     /// `user/device:title:body:badge` of each notification, by position, then recipient and device: a sink keeps
     /// each device's order, not the order across devices.
     static func lines(_ notifications: [PushNotification]) -> [String] {

@@ -40,37 +40,56 @@ import Testing
         notifications(in: receiver.requests).map { ($0.user.rawValue, $0.body) }
     }
 
+    /// alice, bob and carol, registered (by email) on `server`, and a client posting as any of them.
+    struct Users: Sendable {
+        let client: HTTPWire
+        let authorization: [String: String]
+
+        /// Posts `json` to `path` as `user`, with a token made beforehand.
+        func post(_ path: String, as user: String, json: String = "{}") async throws -> WireResponse {
+            try await ShutdownTests.post(client, path, authorization: authorization[user]!, json: json)
+        }
+
+        /// Registers bob's and carol's `phone` for FCM.
+        func registerPhones() async throws {
+            for user in ["bob", "carol"] {
+                let device = try await client.request(
+                    .put, "/v1/me/devices/\(user)-phone",
+                    headers: [.authorization: authorization[user]!, .contentType: "application/json"],
+                    body: #"{"platform":"fcm","token":"fcm-token-of-\#(user)","appID":"1:123:android:abc"}"#)
+                #expect(device.status == 200, "\(device.body)")
+            }
+        }
+    }
+
+    /// Registers alice, bob and carol on `server`.
+    static func registerUsers(on server: ServeProcess) async throws -> Users {
+        var authorization: [String: String] = [:]
+        for user in ["alice", "bob", "carol"] { authorization[user] = "Bearer " + (try await token(user)) }
+        let users = Users(client: try HTTPWire(port: server.port), authorization: authorization)
+        for user in ["alice", "bob", "carol"] {
+            let answer = try await users.post(
+                "/v1/users", as: user, json: #"{"method":"email","email":"\#(user)@example.com","name":"\#(user)"}"#)
+            #expect(answer.status == 201, "\(answer.body)")
+        }
+        return users
+    }
+
     @Test func aMemberWatchingTheRoomLiveIsNotPushedItsMessagesUntilTheConnectionCloses() async throws {
         let receiver = try await WebhookReceiver.start()
         let server = try await Self.serve(receiver)
-        var authorization: [String: String] = [:]
-        for user in ["alice", "bob", "carol"] { authorization[user] = "Bearer " + (try await token(user)) }
-        let client = try HTTPWire(port: server.port)
-        for user in ["alice", "bob", "carol"] {
-            let answer = try await ShutdownTests.post(
-                client, "/v1/users", authorization: authorization[user]!,
-                json: #"{"method":"email","email":"\#(user)@example.com","name":"\#(user)"}"#)
-            #expect(answer.status == 201, "\(answer.body)")
-        }
-        let created = try await ShutdownTests.post(
-            client, "/v1/rooms", authorization: authorization["alice"]!,
-            json: #"{"room":"walks","name":"Walks","members":["bob","carol"]}"#)
+        let users = try await Self.registerUsers(on: server)
+        let created = try await users.post(
+            "/v1/rooms", as: "alice", json: #"{"room":"walks","name":"Walks","members":["bob","carol"]}"#)
         #expect(created.status == 201, "\(created.body)")
         let room = RoomID.named("walks", by: "alice", kind: .group).rawValue
-        for user in ["bob", "carol"] {
-            let device = try await client.request(
-                .put, "/v1/me/devices/\(user)-phone",
-                headers: [.authorization: authorization[user]!, .contentType: "application/json"],
-                body: #"{"platform":"fcm","token":"fcm-token-of-\#(user)","appID":"1:123:android:abc"}"#)
-            #expect(device.status == 200, "\(device.body)")
-        }
+        try await users.registerPhones()
 
         // Bob watches the room live; Carol does not.
         let watcher = try await WebSocketWire(port: server.port, token: try await token("bob"))
         try await watcher.subscribe("room:\(room)")
         #expect(try await watcher.catchUp().last?.type == "caughtUp")
-        let first = try await ShutdownTests.post(
-            client, "/v1/rooms/\(room)/messages", authorization: authorization["alice"]!, json: #"{"body":"one"}"#)
+        let first = try await users.post("/v1/rooms/\(room)/messages", as: "alice", json: #"{"body":"one"}"#)
         #expect(first.status == 201, "\(first.body)")
         // Bob sees it on his connection. Carol's notification shows the message's were worked out (all of an
         // attempt's are left out or kept before any is sent).
@@ -89,8 +108,7 @@ import Testing
             open = try await Self.metric("parley_live_connections", port: server.port)
         }
         #expect(open == 0)
-        let second = try await ShutdownTests.post(
-            client, "/v1/rooms/\(room)/messages", authorization: authorization["alice"]!, json: #"{"body":"two"}"#)
+        let second = try await users.post("/v1/rooms/\(room)/messages", as: "alice", json: #"{"body":"two"}"#)
         #expect(second.status == 201, "\(second.body)")
         await receiver.wait { $0.count >= 3 }
         let received = Self.received(receiver)
@@ -112,24 +130,8 @@ import Testing
     @Test func aGuestWatchingTheirFeedIsNotPushedAnInvitationButAFriendRequestIsAlwaysPushed() async throws {
         let receiver = try await WebhookReceiver.start()
         let server = try await Self.serve(receiver)
-        var authorization: [String: String] = [:]
-        for user in ["alice", "bob", "carol"] { authorization[user] = "Bearer " + (try await token(user)) }
-        let client = try HTTPWire(port: server.port)
-        func post(_ path: String, as user: String, json: String = "{}") async throws -> WireResponse {
-            try await ShutdownTests.post(client, path, authorization: authorization[user]!, json: json)
-        }
-        for user in ["alice", "bob", "carol"] {
-            let answer = try await post(
-                "/v1/users", as: user, json: #"{"method":"email","email":"\#(user)@example.com","name":"\#(user)"}"#)
-            #expect(answer.status == 201, "\(answer.body)")
-        }
-        for user in ["bob", "carol"] {
-            let device = try await client.request(
-                .put, "/v1/me/devices/\(user)-phone",
-                headers: [.authorization: authorization[user]!, .contentType: "application/json"],
-                body: #"{"platform":"fcm","token":"fcm-token-of-\#(user)","appID":"1:123:android:abc"}"#)
-            #expect(device.status == 200, "\(device.body)")
-        }
+        let users = try await Self.registerUsers(on: server)
+        try await users.registerPhones()
 
         // Bob watches his feed live; Carol does not.
         let watcher = try await WebSocketWire(port: server.port, token: try await token("bob"))
@@ -137,18 +139,19 @@ import Testing
         #expect(try await watcher.catchUp().last?.type == "caughtUp")
         // A friend request shows on no topic: pushed to both.
         for user in ["bob", "carol"] {
-            #expect(try await post("/v1/friend-requests", as: "alice", json: #"{"to":"\#(user)"}"#).status == 201)
+            #expect(try await users.post("/v1/friend-requests", as: "alice", json: #"{"to":"\#(user)"}"#).status == 201)
         }
         await receiver.wait { Self.notifications(in: $0).count >= 2 }
         for user in ["bob", "carol"] {
-            #expect(try await post("/v1/friend-requests/alice/accept", as: user).status == 200)
+            #expect(try await users.post("/v1/friend-requests/alice/accept", as: user).status == 200)
         }
         // An invitation shows in the guest's feed: pushed to Carol only.
-        let hosted = try await post(
+        let hosted = try await users.post(
             "/v1/activities", as: "alice",
             json: #"{"id":"a1","kind":"walk","title":"Dawn walk","startsAt":"2030-06-01T07:00:00.000Z"}"#)
         #expect(hosted.status == 201, "\(hosted.body)")
-        let invited = try await post("/v1/activities/a1/guests", as: "alice", json: #"{"guests":["bob","carol"]}"#)
+        let invited = try await users.post(
+            "/v1/activities/a1/guests", as: "alice", json: #"{"guests":["bob","carol"]}"#)
         #expect(invited.status == 200, "\(invited.body)")
         await receiver.wait { Self.notifications(in: $0).contains { $0.kind == .invitation } }
         let received = Self.notifications(in: receiver.requests).map { "\($0.kind.rawValue) \($0.user.rawValue)" }
