@@ -151,6 +151,9 @@ final class LocalCopy: @unchecked Sendable {
             condition.lock()
             isWriting = false
             queuedBytes -= items.reduce(0) { $0 + $1.bytes }
+            // A reader that came for room while these were written waits for it now.
+            let roomNow = queuedBytes <= Self.maximumQueuedBytes ? roomWaiters : []
+            if queuedBytes <= Self.maximumQueuedBytes { roomWaiters.removeAll() }
             let isFirstFailure = error != nil && failure == nil
             if let error, failure == nil { failure = error }
             let later = failure != nil ? queue : []
@@ -159,6 +162,7 @@ final class LocalCopy: @unchecked Sendable {
             if queue.isEmpty { drainWaiters.removeAll() }
             let failureNow = failure
             condition.unlock()
+            for waiter in roomNow { waiter.resume() }
             for item in items { item.done?(error) }
             for item in later { item.done?(failureNow) }
             if isFirstFailure, let error { failed(error) }

@@ -668,7 +668,13 @@ public final class ReplicatedLog: EventStore {
     /// Waits while this node takes over; throws the refusal unless it ends up writing.
     private func settled() async throws(EventLogError) {
         var role = self.role
-        while role == .candidate { role = await roleChange(from: role) }
+        while role == .candidate {
+            // A cancelled wait returns at once: without this check it would spin.
+            guard !Task.isCancelled else {
+                throw notWriterError("it was still reading the stream to its head when the caller gave up waiting")
+            }
+            role = await roleChange(from: role)
+        }
         if let refusal = writeRefusal() { throw refusal }
     }
 
