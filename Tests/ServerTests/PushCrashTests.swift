@@ -25,20 +25,26 @@ enum PushBurst {
 
     /// Signs the members up, makes the room and registers their devices through `port` (the writer's); the room's id.
     static func populate(port: Int) async throws -> String {
+        // Tokens are made before the connection is opened: on a busy machine minting one can outlast the server's
+        // 10 s for a request's head on a connection that waits meanwhile.
+        var authorization: [String] = []
+        for user in 0..<users { authorization.append("Bearer " + (try await token("u\(user)"))) }
         let client = try HTTPWire(port: port)
         for user in 0..<users {
             let answer = try await ShutdownTests.post(
-                client, "/v1/users", user: "u\(user)", json: #"{"method":"email","email":"u\#(user)@example.com"}"#)
+                client, "/v1/users", authorization: authorization[user],
+                json: #"{"method":"email","email":"u\#(user)@example.com"}"#)
             #expect(answer.status == 201, "\(answer.body)")
         }
         let members = (1..<users).map { "\"u\($0)\"" }.joined(separator: ",")
         let room = try await ShutdownTests.post(
-            client, "/v1/rooms", user: "u0", json: #"{"room":"burst","name":"Burst","members":[\#(members)]}"#)
+            client, "/v1/rooms", authorization: authorization[0],
+            json: #"{"room":"burst","name":"Burst","members":[\#(members)]}"#)
         #expect(room.status == 201, "\(room.body)")
         for user in 0..<users {
             let device = try await client.request(
                 .put, "/v1/me/devices/u\(user)-phone",
-                headers: [.authorization: "Bearer " + (try await token("u\(user)")), .contentType: "application/json"],
+                headers: [.authorization: authorization[user], .contentType: "application/json"],
                 body: #"{"platform":"fcm","token":"fcm-token-of-u\#(user)","appID":"1:123:android:abc"}"#)
             #expect(device.status == 200, "\(device.body)")
         }
@@ -203,6 +209,9 @@ enum PushBurst {
         let room = try await PushBurst.populate(port: server.port)
         try await receiver.stop()
         let acknowledged = PushBurst.Acknowledged()
+        // Tokens first, connections after (see ``PushBurst/populate(port:)``).
+        var authorization: [String] = []
+        for sender in PushBurst.senders { authorization.append("Bearer " + (try await token("u\(sender)"))) }
         let clients = try PushBurst.senders.map { _ in try HTTPWire(port: server.port) }
         // A message from each member every 5 s through the outage.
         let outage = ContinuousClock.now
@@ -211,7 +220,7 @@ enum PushBurst {
             for sender in PushBurst.senders {
                 let id = "s\(sender)-\(round)"
                 let answer = try await ShutdownTests.post(
-                    clients[sender], "/v1/rooms/\(room)/messages", user: "u\(sender)",
+                    clients[sender], "/v1/rooms/\(room)/messages", authorization: authorization[sender],
                     json: #"{"id":"\#(id)","body":"\#(id)"}"#)
                 #expect(answer.status == 201, "\(answer.body)")
                 acknowledged.append(sender, id)
