@@ -215,7 +215,9 @@ import Testing
         let paused = try #require(await Self.writer(among: ports), "no node writes after the heal")
         nodes[paused].identity.signal(SIGSTOP)
         let other = 1 - paused
-        let tookOver = await Self.waitFor(.seconds(30)) { await Self.writes(port: ports[other]) }
+        // After a long cut the other node may still be reading what it missed: its takeover reads the rest first
+        // (in CI after the 60 s cut, more than 30 s).
+        let tookOver = await Self.waitFor(.seconds(90)) { await Self.writes(port: ports[other]) }
         let otherStats = tookOver == nil ? await Self.stats(port: ports[other]) : nil
         #expect(tookOver != nil, "node\(other) took no lease: \(otherStats ?? [:])")
         try await Task.sleep(for: .seconds(10))
