@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "Projections", targets: ["Projections"]),
         .library(name: "Interchange", targets: ["Interchange"]),
         .library(name: "Workloads", targets: ["Workloads"]),
+        .library(name: "ParleyKit", targets: ["ParleyKit"]),
         .executable(name: "parley", targets: ["EngineCLI"]),
     ],
     dependencies: [
@@ -29,6 +30,12 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.30.0"),
         .package(url: "https://github.com/apple/swift-nio-http2.git", from: "1.36.0"),
         .package(url: "https://github.com/apple/swift-certificates.git", from: "1.15.0"),
+        // The API contract's generated code (Sources/ParleyAPI/generate.sh) and its transports.
+        .package(url: "https://github.com/apple/swift-openapi-runtime.git", from: "1.13.4"),
+        .package(url: "https://github.com/hummingbird-project/swift-openapi-hummingbird.git", from: "2.1.0"),
+        .package(url: "https://github.com/swift-server/swift-openapi-async-http-client.git", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-openapi-urlsession.git", from: "1.4.0"),
+        .package(url: "https://github.com/hummingbird-project/swift-websocket.git", from: "1.6.2"),
     ],
     targets: [
         .systemLibrary(
@@ -37,6 +44,28 @@ let package = Package(
             providers: [.apt(["liblz4-dev"])]
         ),
         .target(name: "CCRC32C"),
+        .target(name: "ParleyTime"),
+        // The API contract: openapi.yaml and the types generated from it, shared by the server and ParleyKit.
+        .target(
+            name: "ParleyAPI",
+            dependencies: ["ParleyTime", .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime")],
+            exclude: ["openapi.yaml", "openapi-generator-config.yaml", "generate.sh"]
+        ),
+        .target(
+            name: "ParleyKit",
+            dependencies: [
+                "ParleyAPI",
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                .product(
+                    name: "OpenAPIAsyncHTTPClient", package: "swift-openapi-async-http-client",
+                    condition: .when(platforms: [.linux])),
+                .product(
+                    name: "OpenAPIURLSession", package: "swift-openapi-urlsession",
+                    condition: .when(platforms: [.macOS, .iOS, .tvOS, .watchOS, .visionOS])),
+                .product(name: "WSClient", package: "swift-websocket"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .target(
             name: "EventLog",
             dependencies: [
@@ -48,7 +77,7 @@ let package = Package(
         .target(
             name: "Projections",
             dependencies: [
-                "EventLog", .product(name: "DequeModule", package: "swift-collections"),
+                "EventLog", "ParleyTime", .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
@@ -70,6 +99,9 @@ let package = Package(
             name: "Server",
             dependencies: [
                 "Delivery",
+                "ParleyAPI",
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                .product(name: "OpenAPIHummingbird", package: "swift-openapi-hummingbird"),
                 "Projections",
                 "EventLog",
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -142,8 +174,10 @@ let package = Package(
         .testTarget(
             name: "ServerTests",
             dependencies: [
-                "Server", "Delivery", "Projections", "EventLog", "ReplicatedLog", "NATSClient", "ParleyTestSupport",
+                "Server", "ParleyAPI", "Delivery", "Projections", "EventLog", "ReplicatedLog", "NATSClient",
+                "ParleyTestSupport",
                 .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]

@@ -5,6 +5,8 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdWebSocket
 import Logging
+import OpenAPIHummingbird
+import ParleyAPI
 import Projections
 import Prometheus
 
@@ -21,8 +23,9 @@ struct API: Sendable {
     /// The durable subscriptions (webhooks) the server runs, for the admin routes.
     var deliveries: Deliveries? = nil
 
-    /// The router with every route, and the table that documents them.
-    func makeRouter() -> (Router<ParleyContext>, [RouteSpec]) {
+    /// The router with every route: the contract's (generated from openapi.yaml, answered by ``Handlers``), the
+    /// live channel, the metrics and the document itself.
+    func makeRouter() -> Router<ParleyContext> {
         let router = Router(context: ParleyContext.self)
         router.add(middleware: RequestMetricsMiddleware(metrics: metrics))
         if !configuration.corsOrigins.isEmpty {
@@ -38,18 +41,20 @@ struct API: Sendable {
                 limiter: configuration.requestsPerSecond > 0
                     ? RateLimiter(rate: configuration.requestsPerSecond, burst: configuration.burst) : nil,
                 engine: engine))
-        let table = RouteTable(router: router)
-        registerOperations(table)
-        registerCommands(table)
-        registerQueries(table)
-        registerSubscriptions(table)
+        let contract = ContractRoutes.parley
+        do {
+            try Handlers(api: self).registerHandlers(
+                on: router, serverURL: Servers.Server1.url(), configuration: .parley,
+                middlewares: [
+                    ContractMiddleware(
+                        metrics: metrics, idempotency: idempotency, hub: hub, logger: logger, contract: contract,
+                        engine: engine)
+                ])
+        } catch {
+            // The server URL is the document's `/`, which always reads.
+            preconditionFailure("the contract's routes did not register: \(error)")
+        }
         let live = LiveChannel(hub: hub, engine: engine, verifier: verifier, configuration: configuration)
-        table.document(
-            RouteSpec(
-                method: .get, path: "/v1/live", operation: "live",
-                summary:
-                    "The live channel (WebSocket): subscribe to rooms, feed and room:<id>, optionally since a position.",
-                access: .user, status: 101, response: "LiveFrame"))
         router.ws(
             "/v1/live",
             shouldUpgrade: { request, _ in
@@ -64,42 +69,18 @@ struct API: Sendable {
                     inbound: inbound, outbound: outbound, identity: context.requestContext.identity,
                     expires: context.requestContext.identityExpires, channel: context.requestContext.channel)
             })
-        let specs = table.specs
-        let document = OpenAPI.document(specs)
-        router.get("/v1/openapi.json") { _, _ in JSONBody.response(document) }
-        table.refuseOtherMethods(also: [(.get, "/v1/openapi.json")], into: knownPaths)
-        return (router, specs)
-    }
-
-    private func registerOperations(_ t: RouteTable) {
-        t.add(
-            RouteSpec(
-                method: .get, path: "/healthz", operation: "health", summary: "The process answers.", access: .open,
-                status: 200, response: "Health")
-        ) { _, _ in JSONBody.response("{\"status\":\"ok\"}") }
-        t.add(
-            RouteSpec(
-                method: .get, path: "/readyz", operation: "ready",
-                summary: "The engine takes commands (503 when stopping or after a store failure).", access: .open,
-                status: 200, response: "Health")
-        ) { _, _ in
-            guard !hub.isStopping else { throw APIError.stopping }
-            if let refusal = engine.commandRefusal {
-                // The failure was logged when a command met it; a probe asks often and is told only the code.
-                var error = APIError(refusal)
-                error.logDetail = nil
-                throw error
-            }
-            return JSONBody.response("{\"position\":\(engine.position.rawValue),\"status\":\"ready\"}")
-        }
-        t.add(
-            RouteSpec(
-                method: .get, path: "/metrics", operation: "metrics", summary: "Prometheus metrics.", access: .open,
-                status: 200, response: "PrometheusText")
-        ) { _, _ in
+        router.get("/metrics") { _, _ in
             Response(
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
                 body: .init(byteBuffer: ByteBuffer(bytes: metrics.render())))
         }
+        let document = ByteBuffer(string: ContractDocument.json)
+        router.get("/v1/openapi.json") { _, _ in
+            Response(
+                status: .ok, headers: [.contentType: "application/json; charset=utf-8"],
+                body: .init(byteBuffer: document))
+        }
+        contract.refuseOtherMethods(on: router, into: knownPaths)
+        return router
     }
 }

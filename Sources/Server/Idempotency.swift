@@ -20,7 +20,35 @@ final class IdempotencyCache: Sendable {
 
     struct Entry {
         var fingerprint: Int
-        var task: Task<Answer, Never>
+        var answer: PendingAnswer
+    }
+
+    /// An answer on its way: the first request with a key runs the command; retries that come while it runs
+    /// wait for its answer without holding a thread.
+    final class PendingAnswer: Sendable {
+        private let state = PlainMutex<(answer: Answer?, waiters: [CheckedContinuation<Answer, Never>])>((nil, []))
+
+        func fulfil(_ answer: Answer) {
+            let waiters = state.withLock { s in
+                s.answer = answer
+                defer { s.waiters = [] }
+                return s.waiters
+            }
+            for waiter in waiters { waiter.resume(returning: answer) }
+        }
+
+        var value: Answer {
+            get async {
+                await withCheckedContinuation { continuation in
+                    let ready = state.withLock { s -> Answer? in
+                        if let answer = s.answer { return answer }
+                        s.waiters.append(continuation)
+                        return nil
+                    }
+                    if let ready { continuation.resume(returning: ready) }
+                }
+            }
+        }
     }
 
     /// A user's key, by its bytes (as the user's id is): two spellings Unicode calls equal are two keys.
@@ -48,20 +76,20 @@ final class IdempotencyCache: Sendable {
     /// The answer for `key` of `user`: the first call's, or `run`'s when the key is new.
     /// - Throws: 409 when the key was used for another request.
     func answer(
-        user: UserID, key: String, fingerprint: Int, run: @escaping @Sendable () async -> Answer
+        user: UserID, key: String, fingerprint: Int, run: () async -> Answer
     ) async throws(APIError) -> Answer {
         let id = Key(user: user, key: Array(key.utf8))
-        let (task, isNew) = try state.withLock { s throws(APIError) -> (Task<Answer, Never>, Bool) in
+        let (pending, isNew) = try state.withLock { s throws(APIError) -> (PendingAnswer, Bool) in
             if let entry = s.entries[id] {
                 guard entry.fingerprint == fingerprint else {
                     throw APIError(
                         .conflict, "idempotencyKeyReused",
                         "Idempotency-Key '\(key)' was used for another request; use a new key for a new command")
                 }
-                return (entry.task, false)
+                return (entry.answer, false)
             }
-            let task = Task { await run() }
-            s.entries[id] = Entry(fingerprint: fingerprint, task: task)
+            let pending = PendingAnswer()
+            s.entries[id] = Entry(fingerprint: fingerprint, answer: pending)
             s.order.append(id)
             s.byUser[user, default: []].append(id)
             while s.byUser[user]!.count > perUser, let oldest = s.byUser[user]!.popFirst() { s.entries[oldest] = nil }
@@ -70,10 +98,12 @@ final class IdempotencyCache: Sendable {
                 s.byUser[oldest.user]?.removeAll { $0 == oldest }
                 if s.byUser[oldest.user]?.isEmpty == true { s.byUser[oldest.user] = nil }
             }
-            return (task, true)
+            return (pending, true)
         }
-        let answer = await task.value
-        if isNew, answer.status.code >= 500 {
+        guard isNew else { return await pending.value }
+        let answer = await run()
+        pending.fulfil(answer)
+        if answer.status.code >= 500 {
             state.withLock { s in
                 s.entries[id] = nil
                 s.order.removeAll { $0 == id }

@@ -69,7 +69,7 @@ public struct ParleyServer: Sendable {
     private func makeApplication(
         services: [any Service], _ onServerRunning: @escaping @Sendable (any Channel) async -> Void
     ) -> some ApplicationProtocol {
-        let (router, _) = api.makeRouter()
+        let router = api.makeRouter()
         return Application(
             router: router,
             server: .guardedHTTP1WebSocketUpgrade(
@@ -79,9 +79,6 @@ public struct ParleyServer: Sendable {
                 address: .hostname(configuration.host, port: configuration.port), serverName: "parley"),
             services: services, onServerRunning: onServerRunning, logger: logger)
     }
-
-    /// The route table, for the OpenAPI document and tests.
-    var routes: [RouteSpec] { api.makeRouter().1 }
 
     /// Serves until SIGTERM or SIGINT, running `services` beside the server (a replica node); `onRunning` gets
     /// the port once the server listens.

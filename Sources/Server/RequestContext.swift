@@ -17,9 +17,6 @@ public struct ParleyContext: RequestContext, WebSocketRequestContext, AuthReques
     public let channel: any Channel
     /// When the verified token stops being accepted (a live connection is closed then).
     var identityExpires: Date?
-    /// The operation id of the route taking the request (`sendMessage`), set by ``RouteTable``; commands are
-    /// counted under it.
-    var operation: String?
 
     public init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)
@@ -83,7 +80,9 @@ struct AuthenticationMiddleware: RouterMiddleware {
             error.headers[.retryAfter] = String(wait)
             throw error
         }
-        return try await next(request, context)
+        return try await Caller.$current.withValue(Caller(identity: context.identity)) {
+            try await next(request, context)
+        }
     }
 }
 

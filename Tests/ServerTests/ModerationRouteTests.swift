@@ -97,7 +97,7 @@ import Testing
             #expect(all.map(\.state) == ["open", "dismissed", "open"])
 
             let bad = try await client.call(.get, "/v1/admin/reports?state=closed", as: "root", admin: true)
-            #expect(bad.status == 400 && Self.code(bad) == "invalidQuery", "\(bad.body)")
+            #expect(bad.status == 400 && Self.code(bad) == "invalidParameter", "\(bad.body)")
         }
     }
 
