@@ -210,6 +210,13 @@ let package = Package(
         ),
         .testTarget(
             name: "ReplicatedLogTests", dependencies: ["ReplicatedLog", "EventLog", "NATSClient", "ParleyTestSupport"]),
+        .testTarget(
+            name: "ParleyKitTests",
+            dependencies: [
+                "ParleyKit", "ParleyAPI", "ParleyTestSupport", "Server",
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+            ]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )
