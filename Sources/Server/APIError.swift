@@ -108,36 +108,14 @@ public struct APIError: Error, HTTPResponseError, Sendable {
     }
 }
 
-/// JSON in and out: sorted keys, ISO 8601 times (the views encode their own), bodies as UTF-8.
+/// JSON the server writes by hand beside the generated routes (errors, live frames): sorted keys, UTF-8.
 enum JSONBody {
-    // Shared: its options never change, and making one per request costs more than decoding a small body.
-    private static let decoder = JSONDecoder()
-
     static func encode(_ value: some Encodable) throws -> String { try JSONText.encode(value, pretty: false) }
 
     static func response(_ json: String, status: HTTPResponse.Status = .ok) -> Response {
         Response(
             status: status, headers: [.contentType: "application/json; charset=utf-8"],
             body: .init(byteBuffer: ByteBuffer(string: json)))
-    }
-
-    static func response(encoding value: some Encodable, status: HTTPResponse.Status = .ok) throws -> Response {
-        response(try encode(value), status: status)
-    }
-
-    /// Decodes `T` from a request body, mapping every failure to a 400 that names the field.
-    static func decode<T: Decodable>(_ type: T.Type, from buffer: ByteBuffer) throws(APIError) -> T {
-        guard buffer.readableBytes > 0 else {
-            throw .badRequest("malformedJSON", "the request needs a JSON object body")
-        }
-        do {
-            return try decoder.decode(T.self, from: Data(buffer.readableBytesView))
-        } catch let error as DecodingError {
-            throw .badRequest(
-                error.isSyntax ? "malformedJSON" : "invalidField", JSONText.describe(error))
-        } catch {
-            throw .badRequest("malformedJSON", "the body is not JSON: \(error)")
-        }
     }
 }
 

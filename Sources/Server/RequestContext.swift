@@ -26,21 +26,6 @@ public struct ParleyContext: RequestContext, WebSocketRequestContext, AuthReques
 
     /// Bodies over 1 MiB are refused with 413 before they are decoded.
     public var maxUploadSize: Int { ServerConfiguration.maximumBodySize }
-
-    /// The asking user.
-    /// - Throws: 401 when the request carried no valid token.
-    func user() throws(APIError) -> UserID {
-        guard let identity else { throw .unauthorized }
-        return identity.user
-    }
-
-    /// The asking user, who must be an admin.
-    /// - Throws: 401 without a valid token, 403 without the admin role.
-    func admin() throws(APIError) -> UserID {
-        guard let identity else { throw .unauthorized }
-        guard identity.isAdmin else { throw .forbidden("this route is for admins (a token with parley_role: admin)") }
-        return identity.user
-    }
 }
 
 /// Reads the bearer token of every request but the public routes, answers 401 for a missing or bad one,
