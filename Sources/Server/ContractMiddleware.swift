@@ -101,7 +101,8 @@ struct ContractMiddleware: ServerMiddleware {
             guard engine.isMember(user, of: room) else { throw .notFound("no room \(room) among yours") }
         }
         if let activity = metadata.pathParameters["activity"] {
-            try ActivityScope.require(user, in: ActivityID(activity.removingPercentEncoding ?? String(activity)), engine)
+            let activity = ActivityID(activity.removingPercentEncoding ?? String(activity))
+            try ActivityScope.require(user, in: activity, engine)
         }
     }
 
