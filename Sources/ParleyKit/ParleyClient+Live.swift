@@ -24,7 +24,7 @@ extension ParleyClient {
     /// sequence connects again with backoff and subscribes each topic `since` the last position it delivered for
     /// it, so that nothing is missed; a change at or before that position is dropped, so that nothing is
     /// repeated. A topic cut off in the middle of its first whole view (before its `caughtUp`) gets the view again.
-    /// A topic the server `unsubscribed` is not subscribed again.
+    /// A topic the server `unsubscribed`, or refused to subscribe, is not subscribed again.
     ///
     /// The sequence throws a ``ParleyError`` after `retryPolicy.maxAttempts` connection attempts in a row fail,
     /// or when a frame cannot be read; whatever the token provider throws ends it too. Cancelling the task that
@@ -57,10 +57,13 @@ final class LiveSession: Sendable {
     struct State {
         /// Per topic, the last position delivered (of a change or a `caughtUp`).
         var delivered: [LiveTopic: Int] = [:]
-        /// Topics the server unsubscribed: not subscribed again.
+        /// Topics the server unsubscribed or refused: not subscribed again.
         var ended: Set<LiveTopic> = []
         /// Whether the current connection was upgraded.
         var isConnected = false
+        /// What ends the sequence, found while serving a connection (WSClient may close the connection on a
+        /// handler's error without rethrowing it).
+        var fatal: ParleyError?
     }
 
     let url: String
@@ -111,14 +114,15 @@ final class LiveSession: Sendable {
                 }
                 lastProblem = "closed with \(close.map { "\($0.closeCode) \($0.reason ?? "")" } ?? "no close frame")"
                 if case .unknown(let code) = close?.closeCode, code == 4001 || code == 4401 { refresh = true }
-            } catch let error as ParleyError {
-                finish(throwing: error)
-                return
             } catch {
                 if Task.isCancelled { break }
                 // A refused upgrade is most often a token the server no longer takes (401): get a fresh one.
                 if let error = error as? WebSocketClientError, error == .webSocketUpgradeFailed { refresh = true }
                 lastProblem = "\(error)"
+            }
+            if let fatal = state.withLock({ $0.fatal }) {
+                finish(throwing: fatal)
+                return
             }
             if Task.isCancelled { break }
             failures = state.withLock { $0.isConnected } ? 1 : failures + 1
@@ -165,9 +169,11 @@ final class LiveSession: Sendable {
             do {
                 frame = try decoder.decode(LiveFrame.self, from: Data(text.utf8))
             } catch {
-                throw ParleyError(
+                let fatal = ParleyError(
                     status: 0, code: .unreadableAnswer, message: "a live frame that is not the contract's: \(text)",
                     cause: error)
+                state.withLock { $0.fatal = fatal }
+                throw fatal
             }
             guard let change = frame.change, let topic = frame.topic.flatMap(LiveTopic.init(wireName:)) else {
                 continue
@@ -187,7 +193,10 @@ final class LiveSession: Sendable {
                 }
                 if isRepeat { continue }
             }
-            if case .unsubscribed = change { state.withLock { _ = $0.ended.insert(topic) } }
+            switch change {
+            case .unsubscribed, .refused: state.withLock { _ = $0.ended.insert(topic) }
+            default: break
+            }
             continuation.yield(LiveEvent(topic: topic, position: frame.position, change: change))
         }
     }

@@ -15,7 +15,7 @@ import Testing
         let room = try await alice.createGroup(name: "Private", members: []).room
 
         let notMember = try await parleyError { try await bob.sendMessage(in: room, body: "let me in") }
-        #expect(notMember.status == 404 && notMember.code == .notFound)
+        #expect(notMember.status == 404 && notMember.code == .notFound, "\(notMember)")
         #expect(!notMember.message.isEmpty)
 
         let badID = try await parleyError { try await alice.createGroup(name: "Slash", members: [], id: "a/b") }

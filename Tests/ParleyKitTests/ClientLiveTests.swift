@@ -50,6 +50,24 @@ import Testing
         #expect(try await eventually { try await admin.stats().liveConnections == 0 })
     }
 
+    /// A room one is not in is refused with the server's code, and the other topics go on.
+    @Test func aRoomOneIsNotInIsRefusedWithItsCode() async throws {
+        let server = try await ServeProcess()
+        let alice = try await server.client("alice")
+        let bob = try await server.client("bob")
+        _ = try await alice.signUp(.init(email: "alice@example.com", method: .email))
+        _ = try await bob.signUp(.init(email: "bob@example.com", method: .email))
+        let room = try await bob.createGroup(name: "Bob's", members: []).room
+
+        let recorder = LiveRecorder(alice.live(topics: [.room(room), .rooms]))
+        defer { recorder.stop() }
+        #expect(try await eventually { recorder.caughtUps(.rooms) == 1 })
+        let refusals = { recorder.events.filter { if case .refused = $0.change { true } else { false } } }
+        #expect(try await eventually { !refusals().isEmpty })
+        #expect(refusals().map(\.topic) == [.room(room)])
+        if case .refused(let code, _) = refusals().first?.change { #expect(code == "notFound") }
+    }
+
     /// SIGTERM (the server closes with 1001), messages sent before the client connects again to the server
     /// started again on the same port and data, and after: each arrives once, in order.
     @Test func liveResumesAcrossAServerRestart() async throws {
