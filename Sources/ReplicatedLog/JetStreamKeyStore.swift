@@ -182,10 +182,20 @@ public final class JetStreamKeyStore: KeyStore, Sendable {
         guard isWritable else { return }
         let last: UInt64
         do {
-            let info = try await JetStream.retrying(
-                for: configuration.retryFor, "asking for key stream \(name)'s state"
-            ) { () async throws(JetStreamError) in
-                try await jetStream.streamInfo(name)
+            func ask() async throws -> JetStream.StreamInfo? {
+                try await JetStream.retrying(for: configuration.retryFor, "asking for key stream \(name)'s state") {
+                    () async throws(JetStreamError) in
+                    try await jetStream.streamInfo(name)
+                }
+            }
+            var info = try await ask()
+            // A replicated stream just made (here, or by another node starting at the same time) can be "not
+            // found" on a server until its group has formed there: asked again for a while before it is called
+            // gone.
+            let deadline = ContinuousClock.now + configuration.retryFor
+            while info == nil, ContinuousClock.now < deadline, !state.withLock({ $0.isClosed }) {
+                try await Task.sleep(for: .milliseconds(100))
+                info = try await ask()
             }
             guard let info else {
                 throw EventLogError(.notFound, "key stream \(name) is gone from the servers")
