@@ -33,7 +33,13 @@ struct CallMiddleware: ClientMiddleware {
         while true {
             try Task.checkCancellation()
             if needsToken {
-                request.headerFields[.authorization] = "Bearer " + (try await tokens.token(refresh: refresh))
+                let token: String
+                do {
+                    token = try await tokens.token(refresh: refresh)
+                } catch {
+                    throw TokenProviderFailure(error: error)
+                }
+                request.headerFields[.authorization] = "Bearer " + token
                 refresh = false
             }
             let response: HTTPResponse
@@ -71,6 +77,11 @@ struct CallMiddleware: ClientMiddleware {
             throw error
         }
     }
+}
+
+/// What the token provider threw, carried through the generated client to be thrown as it was.
+struct TokenProviderFailure: Error {
+    var error: any Error
 }
 
 /// Where bearer tokens come from: the app's provider, asked with `refresh: true` after a token was refused.

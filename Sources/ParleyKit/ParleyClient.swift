@@ -56,7 +56,8 @@ public final class ParleyClient: Sendable {
             middlewares: [CallMiddleware(tokens: tokens, policy: retryPolicy)])
     }
 
-    /// Runs one generated call, turning whatever it throws into a ``ParleyError`` (cancellation excepted).
+    /// Runs one generated call, turning whatever it throws into a ``ParleyError`` (cancellation and the token
+    /// provider's errors excepted).
     func call<Value>(_ name: String, _ body: (Client) async throws -> Value) async throws -> Value {
         do {
             return try await body(client)
@@ -64,6 +65,7 @@ public final class ParleyClient: Sendable {
             throw error
         } catch let error as ClientError {
             if let parley = error.underlyingError as? ParleyError { throw parley }
+            if let failure = error.underlyingError as? TokenProviderFailure { throw failure.error }
             if error.underlyingError is CancellationError { throw CancellationError() }
             throw ParleyError(
                 status: error.response?.status.code ?? 0, code: .unreadableAnswer,

@@ -63,7 +63,8 @@ import Testing
     }
 
     /// A command whose answer is lost (the connection drops after the server acted) is retried with the same
-    /// `Idempotency-Key`: the retry gets the first answer, and the log holds the command once.
+    /// `Idempotency-Key`: the retry gets the first answer, and the log holds the command once. A query whose
+    /// answer is lost is asked again.
     @Test func aCommandRetriedAfterALostAnswerAppendsOnce() async throws {
         let server = try await ServeProcess()
         let proxy = try await DroppingProxy.start(to: server.port)
@@ -83,6 +84,23 @@ import Testing
         #expect(try await admin.stats().events == before + 1)
         #expect(try await admin.audit(type: "FriendRequested").map(\.position) == [request.position])
         #expect(try await bob.friendRequests().incoming == ["alice"])
+
+        // A query is retried the same way.
+        let sent = proxy.accepted
+        proxy.cut()  // the kept-alive connection: the next call opens a new one, whose answer is dropped
+        proxy.heal()
+        proxy.dropAnswers(of: 1)
+        #expect(try await alice.me().user == "alice")
+        #expect(proxy.accepted >= sent + 2)
         try await proxy.close()
+    }
+
+    /// What the token provider throws reaches the caller as it was thrown.
+    @Test func theTokenProvidersErrorIsThrownAsItIs() async throws {
+        struct SignedOut: Error {}
+        let server = try await ServeProcess()
+        let client = ParleyClient(baseURL: server.baseURL, tokenProvider: { _ in throw SignedOut() })
+        await #expect(throws: SignedOut.self) { try await client.me() }
+        #expect(try await client.health().status == .ok, "a route without a token does not ask for one")
     }
 }
