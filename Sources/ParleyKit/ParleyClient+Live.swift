@@ -24,7 +24,8 @@ extension ParleyClient {
     /// sequence connects again with backoff and subscribes each topic `since` the last position it delivered for
     /// it, so that nothing is missed; a change at or before that position is dropped, so that nothing is
     /// repeated. A topic cut off in the middle of its first whole view (before its `caughtUp`) gets the view again.
-    /// A topic the server `unsubscribed`, or refused to subscribe, is not subscribed again.
+    /// A topic the server `unsubscribed`, or refused to subscribe, is not subscribed again; when none is left, the
+    /// sequence ends.
     ///
     /// The sequence throws a ``ParleyError`` after `retryPolicy.maxAttempts` connection attempts in a row fail,
     /// or when a frame cannot be read; whatever the token provider throws ends it too. Cancelling the task that
@@ -124,6 +125,10 @@ final class LiveSession: Sendable {
                 finish(throwing: fatal)
                 return
             }
+            if isOver {
+                continuation.finish()
+                return
+            }
             if Task.isCancelled { break }
             failures = state.withLock { $0.isConnected } ? 1 : failures + 1
             guard failures < policy.maxAttempts else {
@@ -142,6 +147,9 @@ final class LiveSession: Sendable {
         }
         continuation.finish()
     }
+
+    /// Whether every topic was unsubscribed or refused: then the sequence ends.
+    private var isOver: Bool { state.withLock { state in topics.allSatisfy { state.ended.contains($0) } } }
 
     private func finish(throwing error: any Error) {
         if Task.isCancelled || error is CancellationError {
@@ -198,6 +206,7 @@ final class LiveSession: Sendable {
             default: break
             }
             continuation.yield(LiveEvent(topic: topic, position: frame.position, change: change))
+            if isOver { return }
         }
     }
 }

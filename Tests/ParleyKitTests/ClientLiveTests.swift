@@ -50,7 +50,8 @@ import Testing
         #expect(try await eventually { try await admin.stats().liveConnections == 0 })
     }
 
-    /// A room one is not in is refused with the server's code, and the other topics go on.
+    /// A room one is not in is refused with the server's code, and the other topics go on; a sequence whose every
+    /// topic was refused ends.
     @Test func aRoomOneIsNotInIsRefusedWithItsCode() async throws {
         let server = try await ServeProcess()
         let alice = try await server.client("alice")
@@ -66,6 +67,11 @@ import Testing
         #expect(try await eventually { !refusals().isEmpty })
         #expect(refusals().map(\.topic) == [.room(room)])
         if case .refused(let code, _) = refusals().first?.change { #expect(code == "notFound") }
+
+        // With no topic left, the sequence ends.
+        var alone: [LiveEvent] = []
+        for try await event in alice.live(topics: [.room(room)]) { alone.append(event) }
+        #expect(alone.map(\.topic) == [.room(room)] && alone.map(\.position) == [nil])
     }
 
     /// SIGTERM (the server closes with 1001), messages sent before the client connects again to the server
