@@ -103,8 +103,8 @@ public struct ParleyError: Error, Sendable, CustomStringConvertible {
 }
 
 extension HTTPField.Name {
-    /// The contract's header that makes a command's retry safe.
     // swift-format-ignore: NeverForceUnwrap
-    /// The initializer refuses only characters a header name cannot hold; this one holds none.
+    /// The contract's header that makes a command's retry safe (the initializer refuses only characters a header
+    /// name cannot hold, and this one holds none).
     static let idempotencyKey = Self("Idempotency-Key")!
 }
