@@ -128,6 +128,14 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        // An example app: a terminal chat on ParleyKit.
+        .executableTarget(
+            name: "ChatCLI",
+            dependencies: [
+                "ParleyKit", "ParleyAPI", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Examples/ChatCLI"
+        ),
         .target(
             name: "NATSClient",
             dependencies: [

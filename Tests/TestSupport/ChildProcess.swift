@@ -27,6 +27,10 @@ public func exitStatus(of executable: URL, _ arguments: [String]) throws -> Int3
 /// - Throws: after recording an issue, when it is not there (build it with `swift build --build-tests`).
 public func crashWriterExecutable() throws -> URL { try builtExecutable("CrashWriter") }
 
+/// The example terminal chat (`Examples/ChatCLI`), built next to the test binary.
+/// - Throws: after recording an issue, when it is not there (build it with `swift build --build-tests`).
+public func chatCLIExecutable() throws -> URL { try builtExecutable("ChatCLI") }
+
 /// The executable `name` built next to the test binary.
 func builtExecutable(_ name: String) throws -> URL {
     var starts = [URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath(), Bundle.main.bundleURL]
