@@ -5,7 +5,6 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdWebSocket
 import Logging
-import OpenAPIHummingbird
 import ParleyAPI
 import Projections
 import Prometheus
@@ -44,7 +43,7 @@ struct API: Sendable {
         let contract = ContractRoutes.parley
         do {
             try Handlers(api: self).registerHandlers(
-                on: router, serverURL: Servers.Server1.url(), configuration: .parley,
+                on: ContractTransport(router: router), serverURL: Servers.Server1.url(), configuration: .parley,
                 middlewares: [
                     ContractMiddleware(
                         metrics: metrics, idempotency: idempotency, hub: hub, logger: logger, contract: contract,
