@@ -136,6 +136,7 @@ extension Handlers {
         let since = input.query.since ?? 0
         let answer: SyncAnswer
         do throws(ValidationError) {
+            // blocking-ok: Engine.sync is the sync query (a read of the state), not DispatchQueue.sync.
             answer = try engine.sync(user, since: Position(UInt64(since)))
         } catch {
             guard error.code == .positionAhead else { throw APIError(error) }
