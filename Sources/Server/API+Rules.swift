@@ -21,22 +21,11 @@ extension API {
         }
     }
 
-    /// A room-scoped command's room, of which the caller must be a member: 404 otherwise, as for queries —
-    /// whether a room (or a message in it) exists is its members' business.
-    func requireMember(_ user: UserID, _ room: RoomID) throws(APIError) {
-        guard engine.isMember(user, of: room) else { throw .notFound("no room \(room) among yours") }
-    }
-
     /// Refuses texts that hold a term of the word filter (400 `contentFiltered`); nil ones pass.
     func screen(_ texts: [String?]) throws(APIError) {
         let filter = configuration.wordFilter
         if filter.isEmpty { return }
         for case let text? in texts where filter.matches(text) { throw .contentFiltered }
-    }
-
-    /// An activity-scoped command's activity, which the caller must host or be invited to: 404 otherwise.
-    func requireInvolved(_ user: UserID, _ activity: ActivityID) throws(APIError) {
-        try ActivityScope.require(user, in: activity, engine)
     }
 }
 

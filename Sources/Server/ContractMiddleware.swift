@@ -36,12 +36,32 @@ struct ContractMiddleware: ServerMiddleware {
             let user = try Caller.user()
             try checkScope(metadata)
             guard !hub.isStopping else { throw APIError.stopping }
+            guard contract.idempotent.contains(operationID), let key = request.headerFields[.idempotencyKey] else {
+                // The common case: the body goes through as it came, the answer as the handler made it.
+                do {
+                    let answer = try await next(request, body, metadata)
+                    metrics.recordCommand(operationID, .accepted)
+                    return answer
+                } catch {
+                    let (mapped, outcome) = answer(for: error, request: request)
+                    metrics.recordCommand(operationID, outcome)
+                    return mapped.response
+                }
+            }
+            guard !key.isEmpty, key.utf8.count <= 255 else {
+                throw APIError.badRequest("invalidIdempotencyKey", "Idempotency-Key must be 1–255 characters")
+            }
+            // A retried key gets the first answer: the body is read whole for the request's fingerprint, and the
+            // answer kept.
             let bytes = try await Self.collect(body)
+            var hasher = Hasher()
+            hasher.combine(request.method.rawValue)
+            // Bytes, not the String: two spellings of one path that Unicode calls equal are two requests.
+            for byte in (request.path ?? "").utf8 { hasher.combine(byte) }
+            hasher.combine(bytes.count)
+            for byte in bytes { hasher.combine(byte) }
             func attempt() async -> IdempotencyCache.Answer {
                 do {
-                    // A body is read as JSON whatever type it declares (`curl -d` says a form), as it always was.
-                    var request = request
-                    if !bytes.isEmpty { request.headerFields[.contentType] = "application/json" }
                     let (response, answerBody) = try await next(
                         request, bytes.isEmpty ? nil : HTTPBody(bytes), metadata)
                     metrics.recordCommand(operationID, .accepted)
@@ -56,22 +76,8 @@ struct ContractMiddleware: ServerMiddleware {
                     return .init(status: mapped.status, body: mapped.body, headers: mapped.headers)
                 }
             }
-            let result: IdempotencyCache.Answer
-            if contract.idempotent.contains(operationID), let key = request.headerFields[.idempotencyKey] {
-                guard !key.isEmpty, key.utf8.count <= 255 else {
-                    throw APIError.badRequest("invalidIdempotencyKey", "Idempotency-Key must be 1–255 characters")
-                }
-                var hasher = Hasher()
-                hasher.combine(request.method.rawValue)
-                // Bytes, not the String: two spellings of one path that Unicode calls equal are two requests.
-                for byte in (request.path ?? "").utf8 { hasher.combine(byte) }
-                hasher.combine(bytes.count)
-                for byte in bytes { hasher.combine(byte) }
-                result = try await idempotency.answer(
-                    user: user, key: key, fingerprint: hasher.finalize(), run: { await attempt() })
-            } else {
-                result = await attempt()
-            }
+            let result = try await idempotency.answer(
+                user: user, key: key, fingerprint: hasher.finalize(), run: { await attempt() })
             var headers = result.headers
             headers[.contentType] = "application/json; charset=utf-8"
             return (HTTPResponse(status: result.status, headerFields: headers), HTTPBody(result.body))
