@@ -5,6 +5,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdWebSocket
 import Logging
+import OpenAPIHummingbird
 import ParleyAPI
 import Projections
 import Prometheus
@@ -43,7 +44,7 @@ struct API: Sendable {
         let contract = ContractRoutes.parley
         do {
             try Handlers(api: self).registerHandlers(
-                on: ContractTransport(router: router), serverURL: Servers.Server1.url(), configuration: .parley,
+                on: router, serverURL: Servers.Server1.url(), configuration: .parley,
                 middlewares: [
                     ContractMiddleware(
                         metrics: metrics, idempotency: idempotency, hub: hub, logger: logger, contract: contract,

@@ -36,6 +36,21 @@ struct ContractMiddleware: ServerMiddleware {
             let user = try Caller.user()
             try checkScope(metadata)
             guard !hub.isStopping else { throw APIError.stopping }
+            var request = request
+            var body = body
+            switch body?.length {
+            case .known(0):
+                // None: a read marker moves to the newest message.
+                body = nil
+            case .unknown:
+                // Chunked: read here, bounded (a declared length was held to the limit with the head).
+                let bytes = try await Self.collect(body)
+                body = bytes.isEmpty ? nil : HTTPBody(bytes)
+            default: break
+            }
+            // Every body of the contract is JSON, read as JSON whatever type it declares (`curl -d` says a form),
+            // as it always was.
+            if body != nil { request.headerFields[.contentType] = "application/json" }
             guard contract.idempotent.contains(operationID), let key = request.headerFields[.idempotencyKey] else {
                 // The common case: the body goes through as it came, the answer as the handler made it.
                 do {
