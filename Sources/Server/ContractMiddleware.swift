@@ -6,9 +6,10 @@ import ParleyAPI
 import Projections
 
 /// What every generated route shares, around the handler: an error as its answer (`{"error":{"code","message"}}`
-/// with the status its code has), and for a command (any method but GET) the caller's token, a server that is
-/// not stopping, a body of at most 1 MiB, the `Idempotency-Key` (a retry gets the first answer and runs
-/// nothing) and its count in `/metrics` by operation and outcome.
+/// with the status its code has); a room or activity in the path only for those in it (404 before anything
+/// else); query parameters of their documented type and range; and for a command (any method but GET) the
+/// caller's token, a server that is not stopping, a body of at most 1 MiB read as JSON, the `Idempotency-Key`
+/// (a retry gets the first answer and runs nothing) and its count in `/metrics` by operation and outcome.
 struct ContractMiddleware: ServerMiddleware {
     let metrics: ServerMetrics
     let idempotency: IdempotencyCache
