@@ -8,9 +8,8 @@ extension HTTPField.Name {
 
 extension API {
     /// Erases `user` (``Engine/erase(_:actor:time:)``), then ends their live connections and forgets their
-    /// idempotent answers.
+    /// idempotent answers. (``ContractMiddleware`` refused the command if the server is stopping.)
     func erase(_ user: UserID, actor: String) async throws(APIError) -> Position {
-        guard !hub.isStopping else { throw APIError.stopping }
         do throws(ValidationError) {
             let position = try await engine.erase(user, actor: actor)
             hub.disconnect(user: user, ending: .erased)

@@ -52,8 +52,8 @@ struct ContractMiddleware: ServerMiddleware {
             // Every body of the contract is JSON, read as JSON whatever type it declares (`curl -d` says a form),
             // as it always was.
             if body != nil { request.headerFields[.contentType] = "application/json" }
-            guard contract.idempotent.contains(operationID), let key = request.headerFields[.idempotencyKey] else {
-                // The common case: the body goes through as it came, the answer as the handler made it.
+            /// The handler's answer, an error as its answer, each counted.
+            func run(_ body: HTTPBody?) async -> (HTTPResponse, HTTPBody?) {
                 do {
                     let answer = try await next(request, body, metadata)
                     metrics.recordCommand(operationID, .accepted)
@@ -63,6 +63,10 @@ struct ContractMiddleware: ServerMiddleware {
                     metrics.recordCommand(operationID, outcome)
                     return mapped.response
                 }
+            }
+            guard contract.idempotent.contains(operationID), let key = request.headerFields[.idempotencyKey] else {
+                // The common case: the body goes through as it came, the answer as the handler made it.
+                return await run(body)
             }
             guard !key.isEmpty, key.utf8.count <= 255 else {
                 throw APIError.badRequest("invalidIdempotencyKey", "Idempotency-Key must be 1–255 characters")
@@ -77,20 +81,13 @@ struct ContractMiddleware: ServerMiddleware {
             hasher.combine(bytes.count)
             for byte in bytes { hasher.combine(byte) }
             func attempt() async -> IdempotencyCache.Answer {
-                do {
-                    let (response, answerBody) = try await next(
-                        request, bytes.isEmpty ? nil : HTTPBody(bytes), metadata)
-                    metrics.recordCommand(operationID, .accepted)
-                    var headers = response.headerFields
-                    headers[.contentType] = nil
-                    var text = ""
-                    if let answerBody { text = try await String(collecting: answerBody, upTo: .max) }
-                    return .init(status: response.status, body: text, headers: headers)
-                } catch {
-                    let (mapped, outcome) = answer(for: error, request: request)
-                    metrics.recordCommand(operationID, outcome)
-                    return .init(status: mapped.status, body: mapped.body, headers: mapped.headers)
-                }
+                let (response, answerBody) = await run(bytes.isEmpty ? nil : HTTPBody(bytes))
+                var headers = response.headerFields
+                headers[.contentType] = nil
+                // A body made in memory here: it is read whole.
+                var text = ""
+                if let answerBody { text = (try? await String(collecting: answerBody, upTo: .max)) ?? "" }
+                return .init(status: response.status, body: text, headers: headers)
             }
             let result = try await idempotency.answer(
                 user: user, key: key, fingerprint: hasher.finalize(), run: { await attempt() })

@@ -43,9 +43,9 @@ struct ContractRoutes: Sendable {
     /// Methods the router has no route for at all (any other: `QUERY`, `PROPFIND`…) reach ``ErrorMiddleware`` as
     /// a 404, which answers 405 through `known` (filled here).
     func refuseOtherMethods(on router: Router<ParleyContext>, into known: KnownPaths) {
-        known.set(paths.map { ($0.path, $0.methods.map(\.rawValue).sorted().joined(separator: ", ")) })
-        for (path, methods) in paths {
-            let allow = methods.map(\.rawValue).sorted().joined(separator: ", ")
+        let allows = paths.map { (path: $0.path, allow: $0.methods.map(\.rawValue).sorted().joined(separator: ", ")) }
+        known.set(allows)
+        for ((path, methods), (_, allow)) in zip(paths, allows) {
             for method in Self.refusable where !methods.contains(method) {
                 router.on(RouterPath(path), method: method) { request, _ -> Response in
                     var error = APIError(

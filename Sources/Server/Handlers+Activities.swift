@@ -62,11 +62,7 @@ extension Handlers {
     }
 
     func activity(_ input: Operations.Activity.Input) async throws -> Operations.Activity.Output {
-        let user = try Caller.user()
-        let id = ActivityID(input.path.activity)
-        guard let view = try engine.activity(id),
-            view.host == user || view.guests.contains(where: { $0.user == user })
-        else { throw APIError.notFound("no activity \(id) among yours") }
+        let view = try ActivityScope.require(try Caller.user(), in: ActivityID(input.path.activity), engine)
         return .ok(.init(body: .json(try .init(view))))
     }
 

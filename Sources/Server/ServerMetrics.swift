@@ -274,15 +274,9 @@ final class ServerMetrics: Sendable {
         series.duration.record(duration)
     }
 
-    /// A route's path in OpenAPI's syntax (`/v1/rooms/{room}`), whichever syntax it was registered in.
-    static func openAPIPath(_ path: String) -> String {
-        path.split(separator: "/", omittingEmptySubsequences: false).map { part in
-            part.hasPrefix(":") ? "{\(part.dropFirst())}" : String(part)
-        }.joined(separator: "/")
-    }
-
     private func makeSeries(_ key: RequestKey) -> RequestSeries {
-        let route = key.endpoint.flatMap { $0 == "NotFound" ? nil : Self.openAPIPath($0) } ?? "unmatched"
+        // Hummingbird writes a route's parameters as OpenAPI does (`/v1/rooms/{room}`).
+        let route = key.endpoint.flatMap { $0 == "NotFound" ? nil : $0 } ?? "unmatched"
         var status = key.status
         // The upgrade check answers 200 to a WebSocket it takes; the client gets 101 and the connection.
         if route == "/v1/live" && status == 200 { status = 101 }
