@@ -35,7 +35,8 @@ extension NATSConnection {
             if state.phase == .closed { return (closedError(state), false) }
             state.pending.writeStaticString("PING\r\n")
             state.pendingPings += 1
-            state.pongWaiters.append(PongWaiter(promise: promise))
+            state.pongWaiters.append(PongWaiter(promise: promise, serverError: state.unreportedServerError))
+            state.unreportedServerError = nil
             return (nil, state.needsFlush())
         }
         if let closed {
@@ -195,13 +196,18 @@ extension NATSConnection {
 
     /// An `-ERR` on an established connection: the flushes under way report it, whether their PING is written
     /// yet or still buffered (a PING the server has not answered yet follows what it objects to: it answers in
-    /// order). (The server closes the connection itself after the errors that are fatal.)
+    /// order); with none under way, the next flush does (what it objects to was sent before that flush's PING).
+    /// (The server closes the connection itself after the errors that are fatal.)
     func receivedServerError(_ text: String, from server: NATSServerAddress) {
+        let said = "\(server) said '\(text)'"
         state.withLock { state in
-            state.lastServerError = "\(server) said '\(text)'"
+            state.lastServerError = said
+            var reported = false
             for index in state.pongWaiters.indices where state.pongWaiters[index].serverError == nil {
-                state.pongWaiters[index].serverError = "\(server) said '\(text)'"
+                state.pongWaiters[index].serverError = said
+                if state.pongWaiters[index].promise != nil { reported = true }
             }
+            if !reported { state.unreportedServerError = said }
         }
     }
 

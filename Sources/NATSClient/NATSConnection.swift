@@ -62,6 +62,8 @@ public final class NATSConnection: Sendable {
         var reconnectTask: Task<Void, Never>?
         var closedError: NATSError?
         var lastServerError: String?
+        /// An `-ERR` that came while no flush was under way: the next flush reports it.
+        var unreportedServerError: String?
 
         /// Whole operations not yet handed to the channel.
         var pending = ByteBufferAllocator().buffer(capacity: 4096)
@@ -199,6 +201,7 @@ public final class NATSConnection: Sendable {
             state.generation += 1
             state.keepalivesUnanswered = 0
             state.lastServerError = nil
+            state.unreportedServerError = nil
             var buffer = channel.allocator.buffer(capacity: state.pending.readableBytes + 64 * state.routes.count)
             for (sid, route) in state.routes.sorted(by: { $0.key < $1.key }) {
                 switch route {

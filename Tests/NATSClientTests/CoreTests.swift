@@ -221,6 +221,8 @@ struct CoreTests {
             let connection = try await cluster.connect()
             defer { Task { await connection.close() } }
             _ = try await connection.subscribe("bad..subject")
+            // Time for the -ERR to arrive before the flush starts: it is the next flush's all the same.
+            try await Task.sleep(for: .milliseconds(300))
             let error = await #expect(throws: NATSError.self) { try await connection.flush() }
             #expect(error?.code == .serverError)
             #expect(error?.message.contains("Invalid Subject") == true)
