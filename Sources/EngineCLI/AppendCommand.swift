@@ -4,6 +4,10 @@ import Foundation
 import Interchange
 import Projections
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 struct AppendCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "append",
@@ -25,7 +29,7 @@ struct AppendCommand: ParsableCommand {
         var input = LineReader(FileHandle.standardInput)
         var lineNumber = 0
         var failures = 0
-        while let lines = input.nextAvailableLines() {
+        while let lines = try input.nextAvailableLines() {
             var group: [(line: Int, envelope: EventEnvelope)] = []
             var errors: [(line: Int, error: Projections.ValidationError)] = []
             for line in lines {
@@ -113,9 +117,11 @@ struct LineReader {
 
     /// Blocks until at least one line is available, then returns every complete line read so far (the last
     /// line without a newline at end of input); nil at the end.
-    mutating func nextAvailableLines() -> [Line]? {
+    /// - Throws: ``CLIError`` "cannot read standard input: <reason>" when reading fails (not when a signal
+    ///   interrupts a read: that read is made again).
+    mutating func nextAvailableLines() throws -> [Line]? {
         while !isAtEnd {
-            let chunk = handle.availableData
+            let chunk = try readChunk()
             if chunk.isEmpty {
                 isAtEnd = true
                 break
@@ -130,6 +136,19 @@ struct LineReader {
         guard !pending.isEmpty else { return nil }
         defer { pending = Data() }
         return [.complete(pending)]
+    }
+
+    /// The bytes one `read` returns (empty at the end of input). Foundation's `availableData` would stop the
+    /// process on any failure, EINTR included.
+    private func readChunk() throws -> Data {
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { Glibc.read(handle.fileDescriptor, $0.baseAddress, $0.count) }
+            if count >= 0 { return Data(buffer[0..<count]) }
+            let code = errno
+            if code == EINTR { continue }
+            throw CLIError("cannot read standard input: \(String(cString: strerror(code)))")
+        }
     }
 
     /// The lines that `chunk` completes; its unfinished tail is kept (or counted, when over the limit).

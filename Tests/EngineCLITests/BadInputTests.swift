@@ -226,6 +226,18 @@ struct BadInputTests {
         #expect(after.headDigest == before.headDigest)
     }
 
+    /// A read that fails (here: standard input is a directory) is named, not a crash.
+    @Test func appendFromAnUnreadableInput() throws {
+        let sandbox = try Scenario.sandbox()
+        let before = try sandbox.stats()
+        let run = try sandbox.run(["append"], stdinPath: sandbox.root)
+        #expect(run.status == 1, "\(run)")
+        #expect(run.stderr.contains("cannot read standard input: Is a directory"), "\(run)")
+        let after = try sandbox.stats()
+        #expect(after.events == before.events)
+        #expect(after.headDigest == before.headDigest)
+    }
+
     @Test func thereAreAtLeastTwentyFiveDistinctBadInputs() {
         #expect(Set(BadInput.all.map(\.name)).count == BadInput.all.count)
         #expect(BadInput.all.count >= 25)

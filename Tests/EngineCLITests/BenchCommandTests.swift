@@ -8,14 +8,16 @@ func runParley(_ arguments: [String]) throws -> (status: Int32, stdout: Data, st
     process.executableURL = try parleyExecutable()
     process.arguments = arguments
     let out = Pipe()
-    let err = Pipe()
+    // Standard error goes to a file, so the child cannot block on a full pipe nobody is reading.
+    let errorPath = FileManager.default.temporaryDirectory.appendingPathComponent("parley-\(UUID()).stderr").path
+    _ = FileManager.default.createFile(atPath: errorPath, contents: nil)
+    defer { try? FileManager.default.removeItem(atPath: errorPath) }
     process.standardOutput = out
-    process.standardError = err
+    process.standardError = FileHandle(forWritingAtPath: errorPath)
     try process.run()
-    // Read both pipes before waiting, so a full pipe cannot block the child.
-    let stdout = out.fileHandleForReading.readDataToEndOfFile()
-    let stderr = err.fileHandleForReading.readDataToEndOfFile()
+    let stdout = out.fileHandleForReading.readUntilEnd()
     process.waitUntilExit()
+    let stderr = try Data(contentsOf: URL(fileURLWithPath: errorPath))
     return (process.terminationStatus, stdout, stderr)
 }
 

@@ -150,7 +150,7 @@ struct ImportTests {
         func readLine() -> String {
             var line = Data()
             while true {
-                let byte = output.fileHandleForReading.readData(ofLength: 1)
+                let byte = output.fileHandleForReading.readAvailable(upTo: 1)
                 if byte.isEmpty || byte == Data([0x0A]) { break }
                 line.append(byte)
             }

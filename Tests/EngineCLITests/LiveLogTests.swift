@@ -29,7 +29,7 @@ final class Child {
     /// Reads standard output until it holds `count` lines (or the child's output ends); returns them.
     func lines(_ count: Int) -> [String] {
         while received.filter({ $0 == 0x0A }).count < count {
-            let chunk = output.fileHandleForReading.availableData
+            let chunk = output.fileHandleForReading.readAvailable()
             if chunk.isEmpty { break }
             received.append(chunk)
         }

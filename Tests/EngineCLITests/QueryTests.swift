@@ -304,7 +304,7 @@ struct QueryTests {
         // Wait for the history (two lines), then interrupt: tail must exit 0 and have closed the log.
         var received = Data()
         while received.filter({ $0 == 0x0A }).count < 2 {
-            let chunk = output.fileHandleForReading.availableData
+            let chunk = output.fileHandleForReading.readAvailable()
             if chunk.isEmpty { break }
             received.append(chunk)
         }

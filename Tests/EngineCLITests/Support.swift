@@ -60,10 +60,12 @@ final class Sandbox {
         return path
     }
 
-    /// Runs `parley arguments… --data <data>` (unless `data` is false) with `stdin` as its input; standard
-    /// output goes to `stdoutPath` (`/dev/full`, say) when one is given, and is then not captured.
+    /// Runs `parley arguments… --data <data>` (unless `data` is false) with `stdin` as its input, or the file
+    /// at `stdinPath`; standard output goes to `stdoutPath` (`/dev/full`, say) when one is given, and is then
+    /// not captured.
     func run(
-        _ arguments: [String], stdin: String? = nil, input: Data? = nil, data: Bool = true, stdoutPath: String? = nil
+        _ arguments: [String], stdin: String? = nil, input: Data? = nil, stdinPath: String? = nil, data: Bool = true,
+        stdoutPath: String? = nil
     ) throws -> Run {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: parleyBinary)
@@ -85,7 +87,7 @@ final class Sandbox {
         }
         let out = try FileHandle(forWritingTo: URL(fileURLWithPath: stdoutPath ?? outPath))
         let err = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
-        let input = try FileHandle(forReadingFrom: URL(fileURLWithPath: inPath))
+        let input = try FileHandle(forReadingFrom: URL(fileURLWithPath: stdinPath ?? inPath))
         process.standardOutput = out
         process.standardError = err
         process.standardInput = input

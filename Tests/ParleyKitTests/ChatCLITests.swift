@@ -135,7 +135,7 @@ private final class ChildOutput: Sendable {
     init(reading handle: FileHandle) {
         let reader = Thread { [self] in
             while true {
-                let data = handle.availableData
+                let data = handle.readAvailable()
                 if data.isEmpty { break }
                 bytes.withLock { $0 += data }
             }

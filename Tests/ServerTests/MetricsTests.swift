@@ -72,7 +72,7 @@ struct Scrape {
             process.standardOutput = output
             process.standardError = FileHandle.nullDevice
             try process.run()
-            let data = output.fileHandleForReading.readDataToEndOfFile()
+            let data = output.fileHandleForReading.readUntilEnd()
             process.waitUntilExit()
             guard process.terminationStatus == 0 else {
                 throw CLIFailure(
