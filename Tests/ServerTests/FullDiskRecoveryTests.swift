@@ -139,7 +139,7 @@ import Testing
         #expect(log.contains("reopening the store (try 2)"), "\(log)")
         #expect(log.contains("the store is reopened at position"), "\(log)")
 
-        #expect(try await server.stop() == 0, "\(server.errorOutput)")
+        try await server.expectCleanStop()
         // Every acknowledged message is in the log once, each sender's in its order; no refused one is.
         let bodies = try await offPool { try Self.exportedBodies(data) }
         #expect(bodies.sorted() == acknowledged.values.flatMap { $0 }.sorted())

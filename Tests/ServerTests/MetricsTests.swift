@@ -100,14 +100,6 @@ struct Scrape {
         return scrape
     }
 
-    /// Stops the child with SIGTERM and waits (bounded) for a clean exit, or SIGKILLs it.
-    static func stop(_ server: ServeProcess) async throws {
-        server.identity.signal(SIGTERM)
-        let status = try await server.waitForExit(within: .seconds(30))
-        if status == nil { server.identity.signal(SIGKILL) }
-        #expect(status == 0, "\(server.errorOutput)")
-    }
-
     /// A server over a log with a snapshot and a whole actor-index run of records (simulated beforehand), after
     /// two sign-ups, a direct message watched on the live channel and a refused message.
     @Test(.timeLimit(.minutes(3))) func serveExposesEveryFamilyWithTheScenariosValues() async throws {
@@ -223,7 +215,7 @@ struct Scrape {
         watcher.cut()
         let after = try await Self.scrape(client) { $0.value("parley_live_connections") == 0 }
         #expect(after.value("parley_live_connections") == 0)
-        try await Self.stop(server)
+        try await server.expectCleanStop()
     }
 
     /// The command name in `/proc/self/stat` may hold spaces and parentheses: the fields are counted from after
@@ -257,37 +249,48 @@ struct Scrape {
                         "--role", role, "--advertise", "http://127.0.0.1:\(port)",
                     ], listeningOn: port)
             }
-            let writer = try await node("writer", port: ports[0], role: "auto")
-            let writerClient = try HTTPWire(port: ports[0])
-            let writing = try await Self.scrape(writerClient) { $0.value("parley_replica_writer") == 1 }
-            #expect(writing.value("parley_replica_writer") == 1)
-            #expect(writing.value("parley_replica_head_lag_records") == 0)
-            let follower = try await node("follower", port: ports[1], role: "follower")
-            let followerClient = try HTTPWire(port: ports[1])
-            for user in ["alice", "bob"] {
-                let answer = try await ShutdownTests.post(
-                    writerClient, "/v1/users", user: user, json: #"{"method":"email","email":"\#(user)@example.com"}"#)
-                #expect(answer.status == 201, "\(answer.body)")
+            // When a step fails, how each node is doing, with what it said, goes with the failure.
+            var nodes: [ServeProcess] = []
+            do {
+                let writer = try await node("writer", port: ports[0], role: "auto")
+                nodes.append(writer)
+                let writerClient = try HTTPWire(port: ports[0])
+                let writing = try await Self.scrape(writerClient) { $0.value("parley_replica_writer") == 1 }
+                #expect(writing.value("parley_replica_writer") == 1)
+                #expect(writing.value("parley_replica_head_lag_records") == 0)
+                let follower = try await node("follower", port: ports[1], role: "follower")
+                nodes.append(follower)
+                let followerClient = try HTTPWire(port: ports[1])
+                for user in ["alice", "bob"] {
+                    let answer = try await ShutdownTests.post(
+                        writerClient, "/v1/users", user: user,
+                        json: #"{"method":"email","email":"\#(user)@example.com"}"#)
+                    #expect(answer.status == 201, "\(answer.body)")
+                }
+                // The follower reads the two sign-ups from the stream and hears the writer's heartbeat at 2.
+                let following = try await Self.scrape(followerClient) {
+                    $0.value("parley_log_position") == 2 && $0.value("parley_replica_heartbeat_age_seconds") != nil
+                }
+                #expect(following.value("parley_log_position") == 2)
+                #expect(following.value("parley_replica_writer") == 0)
+                #expect(following.value("parley_replica_head_lag_records") == 0)
+                #expect(following.value("parley_replica_heartbeat_age_seconds") ?? -1 >= 0)
+                // A command sent to the follower is refused with the writer's address: counted as rejected.
+                let refused = try await ShutdownTests.post(
+                    followerClient, "/v1/users", user: "carol", json: #"{"method":"email","email":"carol@example.com"}"#
+                )
+                #expect(refused.status == 503, "\(refused.body)")
+                let after = try await Self.scrape(followerClient)
+                #expect(after.value("parley_commands_total", ["outcome": "rejected", "code": "notWriter"]) == 1)
+                // The replicated log keeps no segments of its own here: no fdatasync or actor index families.
+                #expect(after.value("parley_log_sync_duration_seconds_count") == nil)
+                #expect(after.value("parley_actor_index_position") == nil)
+                try await follower.expectCleanStop()
+                try await writer.expectCleanStop()
+            } catch {
+                for node in nodes { Issue.record("after \(error): \(node.ending)") }
+                throw error
             }
-            // The follower reads the two sign-ups from the stream and hears the writer's heartbeat at 2.
-            let following = try await Self.scrape(followerClient) {
-                $0.value("parley_log_position") == 2 && $0.value("parley_replica_heartbeat_age_seconds") != nil
-            }
-            #expect(following.value("parley_log_position") == 2)
-            #expect(following.value("parley_replica_writer") == 0)
-            #expect(following.value("parley_replica_head_lag_records") == 0)
-            #expect(following.value("parley_replica_heartbeat_age_seconds") ?? -1 >= 0)
-            // A command sent to the follower is refused with the writer's address: counted as rejected.
-            let refused = try await ShutdownTests.post(
-                followerClient, "/v1/users", user: "carol", json: #"{"method":"email","email":"carol@example.com"}"#)
-            #expect(refused.status == 503, "\(refused.body)")
-            let after = try await Self.scrape(followerClient)
-            #expect(after.value("parley_commands_total", ["outcome": "rejected", "code": "notWriter"]) == 1)
-            // The replicated log keeps no segments of its own here: no fdatasync or actor index families.
-            #expect(after.value("parley_log_sync_duration_seconds_count") == nil)
-            #expect(after.value("parley_actor_index_position") == nil)
-            try await Self.stop(follower)
-            try await Self.stop(writer)
         }
     }
 }

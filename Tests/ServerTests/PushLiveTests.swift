@@ -123,7 +123,7 @@ import Testing
                 #"parley_push_notifications_total{subscription="push",outcome="\#(outcome)"}"#, port: server.port)
         }
         #expect(counts == ["sent": 3, "suppressedLive": 1, "skipped": 0, "dropped": 0, "deviceRemoved": 0])
-        #expect(try await server.stop() == 0)
+        try await server.expectCleanStop()
         try await receiver.stop()
     }
 
@@ -160,7 +160,7 @@ import Testing
             #"parley_push_notifications_total{subscription="push",outcome="suppressedLive"}"#, port: server.port)
         #expect(suppressed == 1)
         watcher.cut()
-        #expect(try await server.stop() == 0)
+        try await server.expectCleanStop()
         try await receiver.stop()
     }
 }

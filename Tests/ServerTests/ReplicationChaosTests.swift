@@ -35,11 +35,11 @@ import Testing
 
     /// The node's `/v1/admin/stats` (with the state digest when `digest`), or nil when it does not answer.
     static func stats(port: Int, digest: Bool = false) async -> [String: Any]? {
-        guard let client = try? HTTPWire(port: port),
+        // The token first: a fresh connection idle past the server's head limit is closed.
+        guard let token = try? await token("root", admin: true), let client = try? HTTPWire(port: port),
             let answer = try? await client.request(
                 .get, "/v1/admin/stats" + (digest ? "?digest=true" : ""),
-                headers: [.authorization: "Bearer " + (try await token("root", admin: true))],
-                body: nil),
+                headers: [.authorization: "Bearer " + token], body: nil),
             answer.status == 200
         else { return nil }
         return try? JSONSerialization.jsonObject(with: Data(answer.body.utf8)) as? [String: Any]
@@ -127,7 +127,7 @@ import Testing
                 // Gone before its object is dropped (whose deinit signals only a process still there).
                 _ = try await nodes[killed]!.waitForExit(within: .seconds(10))
                 guard let took = await Self.waitFor(.seconds(30), { await Self.writes(port: ports[survivor]) }) else {
-                    Issue.record("node\(survivor) did not take over")
+                    Issue.record("node\(survivor) did not take over: \(nodes[survivor]?.ending ?? "")")
                     return
                 }
                 takeovers.append(took)
@@ -144,7 +144,7 @@ import Testing
 
         // Both nodes converge on one head, one head digest and one state digest.
         let (converged, final) = await Self.convergence(of: ports)
-        #expect(converged, "the nodes did not converge: \(final)")
+        #expect(converged, "the nodes did not converge: \(final)\n\(nodes.compactMap { $0?.ending })")
 
         // A fresh reader of the stream holds every acknowledged message, with the nodes' digests.
         let log = try await ReplicatedLog.open(
@@ -165,6 +165,8 @@ import Testing
             "chaos: \(acknowledged.count) acknowledged, 0 lost; \(leaderKills) stream-leader kills, "
                 + "\(takeovers.count) writer kills; takeover median \(sorted[sorted.count / 2]), max \(sorted.last!); "
                 + "refusals by status \(senders.lock.withLock { senders.refusals })")
+        // Only the nodes the test killed died.
+        for case let node? in nodes { #expect(node.process.isRunning, "\(node.ending)") }
         for node in nodes { node?.identity.signal(SIGTERM) }
         for node in nodes { _ = try await node?.waitForExit(within: .seconds(20)) }
         // The copies the restarted nodes took over live in the killed nodes' directories, removed with them.
@@ -206,7 +208,7 @@ import Testing
         cluster.cut(server: 0)
         let cutOver = await Self.waitFor(.seconds(30)) { await Self.writes(port: ports[1]) }
         let node1Stats = cutOver == nil ? await Self.stats(port: ports[1]) : nil
-        #expect(cutOver != nil, "node1 took no lease: \(node1Stats ?? [:])")
+        #expect(cutOver != nil, "node1 took no lease: \(node1Stats ?? [:])\n\(nodes.map(\.ending))")
         try await Task.sleep(for: .seconds(cutSeconds))
         cluster.heal()
         await moveOn()
@@ -219,7 +221,7 @@ import Testing
         // (in CI after the 60 s cut, more than 30 s).
         let tookOver = await Self.waitFor(.seconds(90)) { await Self.writes(port: ports[other]) }
         let otherStats = tookOver == nil ? await Self.stats(port: ports[other]) : nil
-        #expect(tookOver != nil, "node\(other) took no lease: \(otherStats ?? [:])")
+        #expect(tookOver != nil, "node\(other) took no lease: \(otherStats ?? [:])\n\(nodes.map(\.ending))")
         try await Task.sleep(for: .seconds(10))
         nodes[paused].identity.signal(SIGCONT)
         await moveOn()
@@ -231,7 +233,7 @@ import Testing
         let refusals = senders.lock.withLock { senders.refusals }
         #expect(refusals.keys.allSatisfy { $0 == 503 }, "answers other than 201 and 503: \(refusals)")
         let (converged, final) = await Self.convergence(of: ports)
-        #expect(converged, "the nodes did not converge: \(final)")
+        #expect(converged, "the nodes did not converge: \(final)\n\(nodes.map(\.ending))")
         let writers = final.compactMap { ($0["replication"] as? [String: Any])?["role"] as? String }
         #expect(writers.filter { $0 == "writer" }.count == 1, "roles: \(writers)")
         let log = try await ReplicatedLog.open(
@@ -246,6 +248,8 @@ import Testing
         print(
             "pause and \(cutSeconds) s partition: \(acknowledged.count) acknowledged, 0 lost; answers refused \(refusals)"
         )
+        // Paused and cut off, no node died.
+        for node in nodes { #expect(node.process.isRunning, "\(node.ending)") }
         for node in nodes { node.identity.signal(SIGTERM) }
         for node in nodes { _ = try await node.waitForExit(within: .seconds(20)) }
     }

@@ -64,7 +64,7 @@ import Testing
         let all = Set(1...UInt64(head))
         let deadline = ContinuousClock.now + .seconds(120)
         while answered() != all, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
-        #expect(try await server.stop() == 0)
+        try await server.expectCleanStop()
         // Every event once, in log order; each request signed.
         #expect(Self.positions(receiver.requests) == Array(1...UInt64(head)))
         let now = Int64(Date().timeIntervalSince1970)

@@ -1,4 +1,5 @@
 import Foundation
+import Testing
 
 #if canImport(Glibc)
     import Glibc
@@ -68,13 +69,35 @@ public final class ServeProcess: @unchecked Sendable {
     }
 
     /// What the child wrote to stderr so far.
-    /// What the child wrote to stderr so far.
     public var errorOutput: String { (try? String(contentsOfFile: errorPath, encoding: .utf8)) ?? "" }
+
+    /// How the child ended ("exit status 0", "killed by signal 6"), or "still running", with the last 8,000
+    /// characters of its stderr: for a failed expectation about its end.
+    public var ending: String {
+        let how: String
+        if process.isRunning {
+            how = "still running"
+        } else if process.terminationReason == .uncaughtSignal {
+            how = "killed by signal \(process.terminationStatus)"
+        } else {
+            how = "exit status \(process.terminationStatus)"
+        }
+        let output = errorOutput
+        let tail = output.count > 8_000 ? "…" + output.suffix(8_000) : output[...]
+        return "parley serve (pid \(process.processIdentifier)): \(how); its stderr:\n\(tail)"
+    }
 
     /// SIGTERM, then waits (bounded) for the exit; its status, or nil when it did not exit.
     public func stop(within limit: Duration = .seconds(60)) async throws -> Int32? {
         identity.signal(SIGTERM)
         return try await waitForExit(within: limit)
+    }
+
+    /// ``stop(within:)``, expecting a clean exit (status 0); otherwise records how the child ended, with its
+    /// stderr.
+    public func expectCleanStop(sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        let status = try await stop()
+        #expect(status == 0 && process.terminationReason == .exit, "\(ending)", sourceLocation: sourceLocation)
     }
 
     /// Waits (bounded) for the child to exit; its status, or nil when it did not.
