@@ -29,18 +29,24 @@ extension ParleyClient {
     ///
     /// The sequence throws a ``ParleyError`` after `retryPolicy.maxAttempts` connection attempts in a row fail,
     /// or when a frame cannot be read; whatever the token provider throws ends it too. Cancelling the task that
-    /// iterates it (or dropping the iterator) closes the connection. Frames are buffered without bound until
-    /// they are consumed.
-    public func live(topics: [LiveTopic], since: Int? = nil, retryPolicy: RetryPolicy = .live)
-        -> AsyncThrowingStream<LiveEvent, any Error>
-    {
+    /// iterates it (or dropping the iterator) closes the connection.
+    ///
+    /// At most `bufferLimit` changes wait to be read (a topic's whole first view and its `caughtUp` are not
+    /// held to it). When the app falls further behind, the connection is closed; once the app has read half of
+    /// what waits, the sequence connects again and resumes each topic after the last change it buffered, as
+    /// after a dropped connection. A slow reader costs memory for `bufferLimit` changes, not for how far it is
+    /// behind, and still misses nothing.
+    public func live(
+        topics: [LiveTopic], since: Int? = nil, retryPolicy: RetryPolicy = .live, bufferLimit: Int = 1_000
+    ) -> LiveEvents {
+        precondition(bufferLimit > 0, "bufferLimit must be positive")
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: LiveEvent.self)
         let session = LiveSession(
             url: Self.liveURL(baseURL), topics: topics, since: since, tokens: tokens, policy: retryPolicy,
-            logger: logger, continuation: continuation)
+            bufferLimit: bufferLimit, logger: logger, continuation: continuation)
         let task = Task { await session.run() }
         continuation.onTermination = { _ in task.cancel() }
-        return stream
+        return LiveEvents(stream: stream, session: session)
     }
 
     /// `baseURL` with a WebSocket scheme and `/v1/live` added to its path.
@@ -50,6 +56,30 @@ extension ParleyClient {
         let path = components.path.hasSuffix("/") ? String(components.path.dropLast()) : components.path
         components.path = path + "/v1/live"
         return components.string ?? baseURL.absoluteString
+    }
+}
+
+/// What ``ParleyClient/live(topics:since:retryPolicy:bufferLimit:)`` returns: the live channel's events, in
+/// log order. Each one read makes room in the sequence's buffer.
+public struct LiveEvents: AsyncSequence, Sendable {
+    public typealias Element = LiveEvent
+
+    let stream: AsyncThrowingStream<LiveEvent, any Error>
+    let session: LiveSession
+
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        var base: AsyncThrowingStream<LiveEvent, any Error>.AsyncIterator
+        let session: LiveSession
+
+        public mutating func next() async throws -> LiveEvent? {
+            let event = try await base.next()
+            if event != nil { session.read() }
+            return event
+        }
+    }
+
+    public func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(base: stream.makeAsyncIterator(), session: session)
     }
 }
 
@@ -65,6 +95,12 @@ final class LiveSession: Sendable {
         /// What ends the sequence, found while serving a connection (WSClient may close the connection on a
         /// handler's error without rethrowing it).
         var fatal: ParleyError?
+        /// Events buffered and not read yet.
+        var unread = 0
+        /// Whether the current connection was closed because the app fell `bufferLimit` changes behind.
+        var isBehind = false
+        /// The connection loop, waiting for the app to read (see ``waitForTheReader()``).
+        var waiter: CheckedContinuation<Void, Never>?
     }
 
     let url: String
@@ -72,19 +108,21 @@ final class LiveSession: Sendable {
     let since: Int?
     let tokens: TokenSource
     let policy: RetryPolicy
+    let bufferLimit: Int
     let logger: Logger
     let continuation: AsyncThrowingStream<LiveEvent, any Error>.Continuation
     let state = Mutex(State())
 
     init(
-        url: String, topics: [LiveTopic], since: Int?, tokens: TokenSource, policy: RetryPolicy, logger: Logger,
-        continuation: AsyncThrowingStream<LiveEvent, any Error>.Continuation
+        url: String, topics: [LiveTopic], since: Int?, tokens: TokenSource, policy: RetryPolicy, bufferLimit: Int,
+        logger: Logger, continuation: AsyncThrowingStream<LiveEvent, any Error>.Continuation
     ) {
         self.url = url
         self.topics = topics
         self.since = since
         self.tokens = tokens
         self.policy = policy
+        self.bufferLimit = bufferLimit
         self.logger = logger
         self.continuation = continuation
     }
@@ -130,6 +168,13 @@ final class LiveSession: Sendable {
                 return
             }
             if Task.isCancelled { break }
+            if state.withLock({ $0.isBehind }) {
+                // Not a failure: the connection is opened again, at once, when the app has read enough.
+                logger.debug("live channel: the app is \(bufferLimit) changes behind; connecting again once it reads")
+                await waitForTheReader()
+                failures = 0
+                continue
+            }
             failures = state.withLock { $0.isConnected } ? 1 : failures + 1
             guard failures < policy.maxAttempts else {
                 finish(
@@ -146,6 +191,39 @@ final class LiveSession: Sendable {
             }
         }
         continuation.finish()
+    }
+
+    /// Called by the iterator for each event read: when the connection loop waits for the reader and half the
+    /// buffer is read, it goes on.
+    func read() {
+        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            state.unread -= 1
+            guard state.unread <= bufferLimit / 2 else { return nil }
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume()
+    }
+
+    /// Returns once at most half of `bufferLimit` events wait to be read, or the task is cancelled.
+    private func waitForTheReader() async {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
+                let ready = state.withLock { state in
+                    state.isBehind = false
+                    if state.unread <= bufferLimit / 2 || Task.isCancelled { return true }
+                    state.waiter = waiter
+                    return false
+                }
+                if ready { waiter.resume() }
+            }
+        } onCancel: {
+            let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+                defer { state.waiter = nil }
+                return state.waiter
+            }
+            waiter?.resume()
+        }
     }
 
     /// Whether every topic was unsubscribed or refused: then the sequence ends.
@@ -186,24 +264,36 @@ final class LiveSession: Sendable {
             guard let change = frame.change, let topic = frame.topic.flatMap(LiveTopic.init(wireName:)) else {
                 continue
             }
-            if let position = frame.position {
-                let floor = floors[topic] ?? since
-                let isRepeat = state.withLock { state in
+            enum Verdict { case deliver, repeated, behind }
+            let floor = floors[topic] ?? since
+            let verdict = state.withLock { state -> Verdict in
+                if let position = frame.position {
                     // Before the position resumed from: sent before the reconnection. Before the last one
                     // delivered: out of order, which a server never sends.
                     if case .caughtUp = change {
                     } else if let floor, position <= floor {
-                        return true
+                        return .repeated
                     }
-                    if let last = state.delivered[topic], position < last { return true }
+                    if let last = state.delivered[topic], position < last { return .repeated }
+                    // A change past the buffer: the connection ends here, and the next resumes from this one.
+                    if case .caughtUp = change {
+                    } else if state.unread >= bufferLimit {
+                        state.isBehind = true
+                        return .behind
+                    }
                     state.delivered[topic] = position
-                    return false
                 }
-                if isRepeat { continue }
+                switch change {
+                case .unsubscribed, .refused: state.ended.insert(topic)
+                default: break
+                }
+                state.unread += 1
+                return .deliver
             }
-            switch change {
-            case .unsubscribed, .refused: state.withLock { _ = $0.ended.insert(topic) }
-            default: break
+            switch verdict {
+            case .repeated: continue
+            case .behind: return
+            case .deliver: break
             }
             continuation.yield(LiveEvent(topic: topic, position: frame.position, change: change))
             if isOver { return }

@@ -74,6 +74,39 @@ import Testing
         #expect(alone.map(\.topic) == [.room(room)] && alone.map(\.position) == [nil])
     }
 
+    /// A reader that stops reading while changes pour in holds no more than its buffer: the connection is
+    /// closed, and once the reader reads on, every change arrives, once, in order.
+    @Test func aReaderThatFallsBehindMissesNothing() async throws {
+        let server = try await ServeProcess()
+        let alice = try await server.client("alice")
+        let bob = try await server.client("bob")
+        let admin = try await server.client("root", admin: true)
+        _ = try await alice.signUp(.init(email: "alice@example.com", method: .email))
+        _ = try await bob.signUp(.init(email: "bob@example.com", method: .email))
+        let room = try await bob.createGroup(name: "Pair", members: ["alice"]).room
+        _ = try await bob.sendMessage(in: room, body: "in the first view")
+
+        var events = alice.live(topics: [.room(room)], bufferLimit: 4).makeAsyncIterator()
+        while let event = try await events.next() {
+            if case .caughtUp = event.change { break }
+        }
+        var sent: [String] = []
+        for index in 0..<20 { sent.append(try await bob.sendMessage(in: room, body: "change \(index)").message) }
+        // Four changes wait unread; the fifth closed the connection.
+        #expect(try await eventually { try await admin.stats().liveConnections == 0 })
+
+        var added: [(id: String, position: Int)] = []
+        while added.count < sent.count, let event = try await events.next() {
+            if case .messageAdded(let message) = event.change, let position = event.position {
+                added.append((message.id, position))
+            }
+        }
+        #expect(added.map(\.id) == sent)
+        #expect(zip(added, added.dropFirst()).allSatisfy { $0.position < $1.position })
+        // Read up, it is connected again.
+        #expect(try await eventually { try await admin.stats().liveConnections == 1 })
+    }
+
     /// SIGTERM (the server closes with 1001), messages sent before the client connects again to the server
     /// started again on the same port and data, and after: each arrives once, in order.
     @Test func liveResumesAcrossAServerRestart() async throws {
@@ -93,7 +126,7 @@ import Testing
         for index in 0..<3 { sent.append(try await bob.sendMessage(in: room, body: "first \(index)").message) }
         #expect(try await eventually { recorder.added(in: room).count == 3 })
 
-        #expect(try await first.stop() == 0)
+        try await first.expectCleanStop()
         let second = try await ServeProcess(data: data.path, listeningOn: first.port)
         // The same clients: their base URL names the same port.
         for index in 0..<3 { sent.append(try await bob.sendMessage(in: room, body: "second \(index)").message) }

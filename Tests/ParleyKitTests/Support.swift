@@ -93,7 +93,7 @@ final class LiveRecorder: Sendable {
     private let storage = Storage()
     private let task: Task<Void, Never>
 
-    init(_ sequence: AsyncThrowingStream<LiveEvent, any Error>) {
+    init(_ sequence: LiveEvents) {
         task = Task { [storage] in
             do {
                 for try await event in sequence { storage.state.withLock { $0.events.append(event) } }
