@@ -103,6 +103,11 @@ import Testing
         }
         try await harness.test { client in
             let silent = try (0..<3).map { _ in try WireSocket(port: client.port, timeoutSeconds: 20) }
+            // The server takes connections on more than one event loop: the request's must come after all three.
+            let deadline = ContinuousClock.now + .seconds(20)
+            while harness.server.connectionCounts.open < 3, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(10))
+            }
             // Three idle sockets fill the server; a real request still gets through, and one of them goes.
             #expect(try await client.call(.get, "/healthz").status == 200)
             #expect(harness.server.connectionCounts.evicted == 1)
@@ -121,6 +126,20 @@ import Testing
             try await Task.sleep(for: .milliseconds(600))
             #expect(try await wire.request(.get, "/healthz", headers: [:], body: nil).status == 200)
             #expect(harness.server.connectionCounts.headTimeouts == 0)
+        }
+    }
+
+    /// The tests' HTTP client, as others do, opens a new connection when the server closed its idle one (here:
+    /// a fresh connection past the head timeout, as on a loaded machine between a connect and its first request).
+    @Test func theTestClientReplacesAConnectionTheServerClosed() async throws {
+        let harness = try await Harness { $0.headTimeout = .milliseconds(200) }
+        try await harness.test { client in
+            let wire = try HTTPWire(port: client.port)
+            let first = wire.socket
+            try await Task.sleep(for: .milliseconds(600))
+            #expect(harness.server.connectionCounts.headTimeouts == 1)
+            #expect(try await wire.request(.get, "/healthz", headers: [:], body: nil).status == 200)
+            #expect(wire.socket !== first)
         }
     }
 

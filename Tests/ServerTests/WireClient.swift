@@ -1,6 +1,7 @@
 import EventLog
 import Foundation
 import HTTPTypes
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -94,6 +95,17 @@ final class WireSocket: @unchecked Sendable {
     }
 
     func shutdown() { Glibc.shutdown(descriptor, Int32(SHUT_RDWR)) }
+
+    /// Whether the server has closed the connection while nothing was asked: it is readable, and what there is
+    /// to read is its end. (A server closes a connection that waits too long for its first request, or idles
+    /// too long between two.)
+    var isClosedByPeer: Bool {
+        guard buffer.isEmpty else { return false }
+        var ready = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+        guard poll(&ready, 1, 0) == 1 else { return false }
+        var byte: UInt8 = 0
+        return recv(descriptor, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT)) == 0
+    }
 }
 
 /// An HTTP answer as the tests read it.
@@ -103,17 +115,33 @@ struct WireResponse: Sendable {
     var body: String
 }
 
-/// Keep-alive HTTP/1.1 requests on one connection.
+/// Keep-alive HTTP/1.1 requests on one connection; as HTTP clients do, a connection the server closed while it
+/// was idle is replaced by a new one before the next request.
 final class HTTPWire: Sendable {
-    let socket: WireSocket
+    let port: Int
+    private let current: Mutex<WireSocket>
 
-    init(port: Int) throws { socket = try WireSocket(port: port) }
+    init(port: Int) throws {
+        self.port = port
+        current = Mutex(try WireSocket(port: port))
+    }
+
+    /// The connection the next request goes on.
+    var socket: WireSocket { current.withLock { $0 } }
+
+    /// The connection, or a new one when the server closed it.
+    private func openSocket() throws -> WireSocket {
+        try current.withLock { socket in
+            if socket.isClosedByPeer { socket = try WireSocket(port: port) }
+            return socket
+        }
+    }
 
     func request(_ method: HTTPRequest.Method, _ path: String, headers: HTTPFields, body: String?) async throws
         -> WireResponse
     {
-        let socket = socket
-        return try await offPool {
+        return try await offPool { [self] in
+            let socket = try openSocket()
             var head = "\(method.rawValue) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n"
             for field in headers { head += "\(field.name.rawName): \(field.value)\r\n" }
             let bytes = Array((body ?? "").utf8)
