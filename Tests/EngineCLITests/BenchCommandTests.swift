@@ -4,7 +4,7 @@ import Testing
 
 /// Runs `parley` with `arguments`; returns its exit status, stdout and stderr.
 func runParley(_ arguments: [String]) throws -> (status: Int32, stdout: Data, stderr: Data) {
-    let process = Process()
+    let process = SpawnedProcess()
     process.executableURL = try parleyExecutable()
     process.arguments = arguments
     let out = Pipe()

@@ -138,7 +138,7 @@ struct ImportTests {
     @Test(.timeLimit(.minutes(3)))
     func appendAcknowledgesALineBeforeTheNextOneIsWritten() throws {
         let sandbox = try Sandbox()
-        let process = Process()
+        let process = SpawnedProcess()
         process.executableURL = URL(fileURLWithPath: parleyBinary)
         process.arguments = ["append", "--data", sandbox.data]
         let input = Pipe()

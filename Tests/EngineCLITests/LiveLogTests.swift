@@ -8,7 +8,7 @@ import Testing
 
 /// A `parley` child whose standard input and output are pipes the test holds.
 final class Child {
-    let process = Process()
+    let process = SpawnedProcess()
     let input = Pipe()
     let output = Pipe()
     private var received = Data()

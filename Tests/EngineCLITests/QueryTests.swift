@@ -294,7 +294,7 @@ struct QueryTests {
     @Test(.timeLimit(.minutes(3)))
     func tailFollowsUntilInterrupted() throws {
         let sandbox = try Scenario.sandbox()
-        let process = Process()
+        let process = SpawnedProcess()
         process.executableURL = URL(fileURLWithPath: parleyBinary)
         process.arguments = ["tail", "--from", "31", "--data", sandbox.data]
         let output = Pipe()

@@ -13,7 +13,7 @@ import Testing
     /// Runs `command` with `arguments`; its exit status.
     @discardableResult
     static func shell(_ command: String, _ arguments: [String]) -> Int32 {
-        let process = Process()
+        let process = SpawnedProcess()
         process.executableURL = URL(fileURLWithPath: command)
         process.arguments = arguments
         process.standardOutput = FileHandle.nullDevice

@@ -67,7 +67,7 @@ final class Sandbox {
         _ arguments: [String], stdin: String? = nil, input: Data? = nil, stdinPath: String? = nil, data: Bool = true,
         stdoutPath: String? = nil
     ) throws -> Run {
-        let process = Process()
+        let process = SpawnedProcess()
         process.executableURL = URL(fileURLWithPath: parleyBinary)
         process.arguments = arguments + (data ? ["--data", self.data] : [])
         var environment = ProcessInfo.processInfo.environment

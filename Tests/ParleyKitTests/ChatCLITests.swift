@@ -69,7 +69,7 @@ import Testing
 /// The ChatCLI executable as a child, signed in with a token file: the test writes its input a line at a time and
 /// reads what it printed.
 private final class ChatChild {
-    let process = Process()
+    let process = SpawnedProcess()
     let input = Pipe()
     let output: ChildOutput
     let directory: URL

@@ -145,7 +145,7 @@ private func runErasingChildBlocking(_ executable: URL, arguments: [String], kil
     let errorPath = FileManager.default.temporaryDirectory.appendingPathComponent("parley-\(UUID()).stderr").path
     _ = FileManager.default.createFile(atPath: errorPath, contents: nil)
     defer { try? FileManager.default.removeItem(atPath: errorPath) }
-    let process = Process()
+    let process = SpawnedProcess()
     process.executableURL = executable
     process.arguments = arguments
     let output = Pipe()

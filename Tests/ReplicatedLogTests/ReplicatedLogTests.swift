@@ -9,7 +9,7 @@ import Testing
 ///
 /// Serialized: each test starts its own cluster, and two clusters at once would share the machine's two cores
 /// with every other suite.
-@Suite(.serialized, .timeLimit(.minutes(3)), .onTestThreads) struct ReplicatedLogTests {
+@Suite(.serialized, .timeLimit(.minutes(8)), .onTestThreads) struct ReplicatedLogTests {
     /// A log on `cluster`'s stream `stream`, as a follower (or the writer when `writes`).
     static func open(
         _ cluster: NATSCluster, stream: String, node: String, writes: Bool = true, address: String? = nil
@@ -38,6 +38,8 @@ import Testing
         return await condition()
     }
 
+    /// Every check, one after the other, on one cluster: about 100 s on a busy 2-core machine, and over 180 s on
+    /// a busier one; the suite's time limit is a bound against a hang, not a speed.
     @Test func everyConformanceCheckHoldsOnAThreeServerStream() async throws {
         let cluster = try await NATSCluster.start(servers: 3)
         defer { cluster.stop() }

@@ -34,7 +34,7 @@ import Testing
 
     /// The bodies of the messages the log in `data` holds, read back with `parley export`.
     static func exportedBodies(_ data: String) throws -> [String] {
-        let process = Process()
+        let process = SpawnedProcess()
         process.executableURL = try parleyExecutable()
         process.arguments = ["export", "--data", data]
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("parley-export-\(UUID())").path

@@ -65,7 +65,7 @@ struct Scrape {
     static func parley(_ arguments: [String]) async throws -> String {
         let executable = try parleyExecutable()
         return try await offPool {
-            let process = Process()
+            let process = SpawnedProcess()
             process.executableURL = executable
             process.arguments = arguments
             let output = Pipe()

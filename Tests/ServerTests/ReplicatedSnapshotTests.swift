@@ -14,6 +14,10 @@ import Testing
         var configuration = ReplicatedLog.Configuration(
             servers: cluster.addresses, stream: "SNAP", replicas: cluster.count, node: node)
         configuration.directory = directory
+        // A lease that outlasts a busy machine's stalls: this test is not about losing it.
+        configuration.leaseDuration = .seconds(10)
+        configuration.leaseRenewal = .seconds(1)
+        configuration.leaseMargin = .seconds(2)
         let log = try await ReplicatedLog.open(configuration)
         if writes { try await log.promote() }
         return log

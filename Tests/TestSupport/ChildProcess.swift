@@ -13,7 +13,7 @@ public func parleyExecutable() throws -> URL { try builtExecutable("parley") }
 /// Runs `executable` with `arguments`, its output thrown away, and returns its exit status. Blocks the calling
 /// thread until the child exits: from async code, call it through `onDedicatedThread`.
 public func exitStatus(of executable: URL, _ arguments: [String]) throws -> Int32 {
-    let process = Process()
+    let process = SpawnedProcess()
     process.executableURL = executable
     process.arguments = arguments
     process.standardOutput = FileHandle.nullDevice
@@ -85,7 +85,7 @@ private func runCrashWriterBlocking(_ executable: URL, arguments: [String], kill
     let errorPath = FileManager.default.temporaryDirectory.appendingPathComponent("parley-\(UUID()).stderr").path
     _ = FileManager.default.createFile(atPath: errorPath, contents: nil)
     defer { try? FileManager.default.removeItem(atPath: errorPath) }
-    let process = Process()
+    let process = SpawnedProcess()
     process.executableURL = executable
     process.arguments = arguments
     let output = Pipe()

@@ -535,7 +535,7 @@ final class ServerProcess: Sendable {
     }
 
     static func launch(executable: URL, server: NATSCluster.Server) throws -> ServerProcess {
-        let process = Process()
+        let process = SpawnedProcess()
         process.executableURL = executable
         process.arguments = ["-c", server.configFile.path]
         process.currentDirectoryURL = server.storeDirectory.deletingLastPathComponent()

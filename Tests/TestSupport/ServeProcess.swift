@@ -13,7 +13,7 @@ public final class ServeProcess: @unchecked Sendable {
     public static let testSecret = "parley-test-secret-of-forty-bytes-000000"
 
     /// The child.
-    public let process = Process()
+    public let process = SpawnedProcess()
     /// The temporary directory of the child's files (its secret, its stderr, its data unless given another).
     public let directory: URL
     /// The file the child's stderr goes to.
