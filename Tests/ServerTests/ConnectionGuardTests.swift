@@ -96,10 +96,12 @@ import Testing
     }
 
     @Test func atTheLimitTheOldestConnectionWithoutAHeadMakesRoom() async throws {
+        // A head timeout no busy machine reaches during the test: the idle sockets must still be open when the
+        // request comes.
         let harness = try await Harness {
             $0.maximumOpenConnections = 3
             $0.maximumOpenConnectionsPerPeer = 0
-            $0.headTimeout = .seconds(3)
+            $0.headTimeout = .seconds(60)
         }
         try await harness.test { client in
             let silent = try (0..<3).map { _ in try WireSocket(port: client.port, timeoutSeconds: 20) }
@@ -108,12 +110,15 @@ import Testing
             while harness.server.connectionCounts.open < 3, ContinuousClock.now < deadline {
                 try await Task.sleep(for: .milliseconds(10))
             }
-            // Three idle sockets fill the server; a real request still gets through, and one of them goes.
+            // Three idle sockets fill the server; a real request still gets through, and one of them goes (the
+            // one the server took first), closed without an answer.
             #expect(try await client.call(.get, "/healthz").status == 200)
             #expect(harness.server.connectionCounts.evicted == 1)
-            for socket in silent { #expect(try await socket.readToEnd() == "") }
+            let closed = { silent.filter(\.isClosedByPeer).count }
+            while closed() < 1, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+            #expect(closed() == 1)
             let counts = harness.server.connectionCounts
-            #expect(counts.evicted == 1 && counts.headTimeouts == 2 && counts.refused == 0, "\(counts)")
+            #expect(counts.evicted == 1 && counts.headTimeouts == 0 && counts.refused == 0, "\(counts)")
         }
     }
 
