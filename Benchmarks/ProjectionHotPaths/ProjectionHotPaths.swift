@@ -124,7 +124,7 @@ func applyInChunks(_ engine: Engine, _ events: [EventEnvelope]) throws {
     var start = 0
     while start < events.count {
         let end = min(start + 5_000, events.count)
-        let result = try engine.apply(Array(events[start..<end]))
+        let result = try engine.applyAndWait(Array(events[start..<end]))
         guard result.appended.count == end - start else {
             fatalError("the workload's events were not all appended: \(result)")
         }
@@ -258,7 +258,7 @@ let benchmarks: @Sendable () -> Void = {
     Benchmark("rooms-user-with-500-rooms", configuration: queryConfiguration) { benchmark in
         let engine = shared.engine
         benchmark.startMeasurement()
-        let rooms = engine.rooms("u0")
+        let rooms = try engine.rooms("u0")
         benchmark.stopMeasurement()
         guard rooms.count == 500 else { fatalError("u0 has \(rooms.count) rooms, expected 500") }
         blackHole(rooms)
@@ -284,7 +284,7 @@ let benchmarks: @Sendable () -> Void = {
     Benchmark("connections-user-of-degree-100", configuration: queryConfiguration) { benchmark in
         let engine = shared.engine
         benchmark.startMeasurement()
-        let connections = engine.connections("u0")
+        let connections = try engine.connections("u0")
         benchmark.stopMeasurement()
         guard !connections.isEmpty else { fatalError("u0 has no connections") }
         blackHole(connections)
@@ -297,7 +297,7 @@ let benchmarks: @Sendable () -> Void = {
     Benchmark("relationship-a-b", configuration: queryConfiguration) { benchmark in
         let engine = shared.engine
         benchmark.startMeasurement()
-        let relationship = engine.relationship("u0", "u4000")
+        let relationship = try engine.relationship("u0", "u4000")
         benchmark.stopMeasurement()
         blackHole(relationship)
     } setup: {
