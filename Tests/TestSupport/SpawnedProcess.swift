@@ -39,10 +39,16 @@ public final class SpawnedProcess: @unchecked Sendable {
 
     public init() {}
 
-    /// Called once, on a thread of its own, when the child has ended.
+    /// Called once when the child has ended, on a thread of its own; set after the end, at once.
     public var terminationHandler: (@Sendable (SpawnedProcess) -> Void)? {
         get { state.withLock { $0.handler } }
-        set { state.withLock { $0.handler = newValue } }
+        set {
+            let hasEnded = state.withLock { state in
+                state.handler = newValue
+                return state.status != nil
+            }
+            if hasEnded { newValue?(self) }
+        }
     }
 
     public var processIdentifier: Int32 { state.withLock { $0.pid } }
