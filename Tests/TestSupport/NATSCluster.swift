@@ -554,9 +554,7 @@ final class ServerProcess: Sendable {
     }
 
     /// Whether the process is still there: its termination handler has not run, and the kernel does not show it
-    /// as ended. Foundation's `Process` may leave a child that exited unreaped and its handler never called (seen
-    /// when many children start and end at once): such a zombie counts as exited.
-    /// A pid that another process took since counts as exited too.
+    /// as ended (a zombie, or a pid that another process took since, counts as exited).
     var isRunning: Bool { !monitor.hasExited.withLock { $0 } && identity.isAlive }
 
     func signal(_ signal: Int32) {
