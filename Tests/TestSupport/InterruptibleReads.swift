@@ -5,10 +5,11 @@ import Foundation
 #endif
 
 /// Reads that go on when a signal interrupts them. Foundation's `availableData`, `readData(ofLength:)` and
-/// `readDataToEndOfFile()` stop the whole test process when `read` fails with EINTR, which a signal delivered to
-/// the test process (a child's SIGCHLD among them) can cause at any time.
+/// `readDataToEndOfFile()` stop the whole test process when `read` fails with EINTR, which any signal handled in
+/// the test process can cause (a CI run was lost to it).
 extension FileHandle {
-    /// Blocks until some bytes are available and returns up to `limit` of them; empty at the end of input.
+    /// Blocks until some bytes are available and returns up to `limit` of them; empty at the end of input (or
+    /// when the read fails otherwise, which a test then sees as output that ended early).
     public func readAvailable(upTo limit: Int = 1 << 16) -> Data {
         var buffer = [UInt8](repeating: 0, count: limit)
         while true {
