@@ -28,6 +28,8 @@ public final class WebhookReceiver: Sendable {
         var status = 200
         var delay = Duration.zero
         var channel: (any Channel)?
+        /// The connections open, by their channels' identities: closed with the listener by ``stop()``.
+        var connections: [ObjectIdentifier: any Channel] = [:]
         var waiters: [(id: Int, check: @Sendable ([Request]) -> Bool, continuation: CheckedContinuation<Void, Never>)] =
             []
         var nextWaiter = 0
@@ -75,6 +77,13 @@ public final class WebhookReceiver: Sendable {
             return s.channel
         }
         try await channel?.close()
+        // Then the connections it took: a sender's kept-alive one would otherwise still be answered by a receiver
+        // that is "down".
+        let connections = state.withLock { s in
+            defer { s.connections = [:] }
+            return Array(s.connections.values)
+        }
+        for connection in connections { try? await connection.close() }
     }
 
     /// Listens again on the same port.
@@ -97,7 +106,12 @@ public final class WebhookReceiver: Sendable {
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
-                channel.pipeline.configureHTTPServerPipeline().flatMap {
+                let key = ObjectIdentifier(channel)
+                self.state.withLock { $0.connections[key] = channel }
+                channel.closeFuture.whenComplete { _ in
+                    self.state.withLock { _ = $0.connections.removeValue(forKey: key) }
+                }
+                return channel.pipeline.configureHTTPServerPipeline().flatMap {
                     channel.pipeline.addHandler(Handler(receiver: self))
                 }
             }
