@@ -3,8 +3,9 @@ import ParleyTestSupport
 import Testing
 
 /// JetStream on a three-server cluster while servers die.
-/// Alone it takes ~30 s; beside the whole suite on two cores, 55–80 s.
-@Suite(.serialized, .timeLimit(.minutes(3)), .onTestThreads)
+/// Alone it takes ~30 s; in CI 103–117 s; beside the whole suite and two busy loops 122–139 s, and once over 180 s:
+/// the time limit is a bound against a hang, not a speed.
+@Suite(.serialized, .timeLimit(.minutes(8)), .onTestThreads)
 struct ClusterJetStreamTests {
     /// The reader sits on the stream leader's server, which is killed mid-stream: the ordered consumer moves
     /// with the connection and goes on from the last message it delivered, nothing skipped or repeated.
