@@ -9,7 +9,7 @@ import Testing
 
 /// The push subscription sending to an APNs-shaped HTTP/2 TLS server the test runs on 127.0.0.1: the signed
 /// provider token, the headers and body of each notification, and what APNs' answers make it do.
-@Suite(.timeLimit(.minutes(3)), .onTestThreads) struct APNsDeliveryTests {
+@Suite(.timeLimit(.minutes(6)), .onTestThreads) struct APNsDeliveryTests {
     static let keyID = "KEY123ABCD"
     static let teamID = "TEAM45678X"
 

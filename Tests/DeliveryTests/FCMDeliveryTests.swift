@@ -100,7 +100,7 @@ final class FCMServer: Sendable {
 
 /// The push subscription sending to an FCM-shaped server the test runs on 127.0.0.1: the OAuth 2 service-account
 /// flow, the message each notification makes, and what FCM's answers make it do.
-@Suite(.timeLimit(.minutes(3)), .onTestThreads) struct FCMDeliveryTests {
+@Suite(.timeLimit(.minutes(6)), .onTestThreads) struct FCMDeliveryTests {
     /// The claims of a service account's JWT.
     struct Claims: JWTPayload {
         var iss: IssuerClaim

@@ -8,7 +8,7 @@ import Testing
 
 /// Positions kept in JetStream, as beside a replicated log: stored, read back by another connection (a node that
 /// takes over), one message per subscription, and a subscription that resumes from there.
-@Suite(.timeLimit(.minutes(3)), .onTestThreads) struct JetStreamPositionTests {
+@Suite(.timeLimit(.minutes(6)), .onTestThreads) struct JetStreamPositionTests {
     @Test func aPositionIsReadBackByAnotherNodeAndTheStreamKeepsOnlyTheNewest() async throws {
         try await NATSCluster.with(servers: 1) { cluster in
             let first = try await JetStreamPositionStore.open(

@@ -7,7 +7,7 @@ import Testing
 
 /// The push subscription posting to a gateway the test runs on 127.0.0.1: one signed notification per recipient
 /// device, the badge as of the delivery, nothing for muted rooms, one's own acts, removed devices or erased users.
-@Suite(.timeLimit(.minutes(3)), .onTestThreads) struct PushDeliveryTests {
+@Suite(.timeLimit(.minutes(6)), .onTestThreads) struct PushDeliveryTests {
     static let secret = Array("a-push-gateway-secret-of-at-least-32-bytes".utf8)
 
     /// A push gateway at `receiver` over `engine`, positions in the log's directory, running until `body` returns.

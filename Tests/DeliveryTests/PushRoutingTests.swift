@@ -7,7 +7,7 @@ import Projections
 import Testing
 
 /// One `push` subscription, each notification going to its device's provider: APNs, FCM, else the gateway.
-@Suite(.timeLimit(.minutes(3)), .onTestThreads) struct PushRoutingTests {
+@Suite(.timeLimit(.minutes(6)), .onTestThreads) struct PushRoutingTests {
     /// Runs `Deliveries` for `push` (retried quickly) over `engine` until `body` returns; `body` gets them.
     static func withDeliveries<T>(
         _ engine: Engine, directory: String, push: PushConfiguration, _ body: (Deliveries) async throws -> T

@@ -8,7 +8,7 @@ import Testing
 
 /// A webhook on a replicated log: only the node that writes delivers, and the node that takes over writing resumes
 /// from the position the first one stored in JetStream.
-@Suite(.serialized, .timeLimit(.minutes(3)), .onTestThreads) struct ReplicatedWebhookTests {
+@Suite(.serialized, .timeLimit(.minutes(6)), .onTestThreads) struct ReplicatedWebhookTests {
     static func open(_ cluster: NATSCluster, node: String, writes: Bool) async throws -> ReplicatedLog {
         var configuration = ReplicatedLog.Configuration(
             servers: cluster.addresses, stream: "HOOKED", replicas: cluster.count, node: node)

@@ -8,7 +8,7 @@ import Testing
 
 /// A durable subscription posting to a webhook receiver the test runs on 127.0.0.1: order, signatures, a receiver
 /// that is down, a restart, parking, types, erasure.
-@Suite(.timeLimit(.minutes(3)), .onTestThreads) struct WebhookDeliveryTests {
+@Suite(.timeLimit(.minutes(6)), .onTestThreads) struct WebhookDeliveryTests {
     static let secret = Array("a-webhook-secret-of-at-least-thirty-two-bytes".utf8)
 
     /// Retries every 20–100 ms, so that a test waits on failures for moments, not minutes.

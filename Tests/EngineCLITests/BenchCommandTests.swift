@@ -80,7 +80,7 @@ indirect enum JSON: Decodable {
 
 /// `parley bench`: Parley's own measurement, its report's shape (never its speed).
 @Suite(.onTestThreads) struct BenchCommandTests {
-    @Test(.timeLimit(.minutes(4)))
+    @Test(.timeLimit(.minutes(6)))
     func quickBenchPrintsWellFormedJSON() throws {
         let data = NSTemporaryDirectory() + "parley-bench-test-\(UUID().uuidString.prefix(8))"
         defer { try? FileManager.default.removeItem(atPath: data) }

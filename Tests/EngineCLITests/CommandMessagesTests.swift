@@ -101,7 +101,7 @@ import Testing
             "\(run)")
     }
 
-    @Test(.timeLimit(.minutes(3)))
+    @Test(.timeLimit(.minutes(6)))
     func tailStoppedBySIGINTExitsZeroAndLeavesEveryFileAsItWas() throws {
         let sandbox = try Scenario.sandbox()
         func files() throws -> [String: Data] {

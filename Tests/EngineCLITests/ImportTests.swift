@@ -135,7 +135,7 @@ struct ImportTests {
         #expect(exported[1].contains("\"id\":\"\(acks[1]["id"] as? String ?? "?")\""))
     }
 
-    @Test(.timeLimit(.minutes(3)))
+    @Test(.timeLimit(.minutes(6)))
     func appendAcknowledgesALineBeforeTheNextOneIsWritten() throws {
         let sandbox = try Sandbox()
         let process = SpawnedProcess()

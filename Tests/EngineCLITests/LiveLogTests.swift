@@ -62,7 +62,7 @@ final class Child {
             id: "00000000-0000-4000-8000-0000000000\(10 + minute)")
     }
 
-    @Test(.timeLimit(.minutes(4)))
+    @Test(.timeLimit(.minutes(6)))
     func readCommandsWorkBesideAWriterInAnotherProcess() throws {
         let sandbox = try Scenario.sandbox()
         let head = try sandbox.eventCount()
@@ -106,7 +106,7 @@ final class Child {
         #expect(tail.interrupt() == 0)
     }
 
-    @Test(.timeLimit(.minutes(4)))
+    @Test(.timeLimit(.minutes(6)))
     func aBackupKilledMidwayLeavesNothingThatLooksFinished() throws {
         let sandbox = try Sandbox()
         #expect(try sandbox.run("simulate", "--users", "3000", "--days", "2", "--seed", "9").status == 0)

@@ -291,7 +291,7 @@ struct QueryTests {
         #expect(all.lines == exported)
     }
 
-    @Test(.timeLimit(.minutes(3)))
+    @Test(.timeLimit(.minutes(6)))
     func tailFollowsUntilInterrupted() throws {
         let sandbox = try Scenario.sandbox()
         let process = SpawnedProcess()

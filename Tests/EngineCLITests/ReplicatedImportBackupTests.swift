@@ -6,7 +6,7 @@ import ReplicatedLog
 import Testing
 
 /// `parley import --store` and `parley backup --store` on a replicated log kept by a real `nats-server`.
-@Suite(.serialized, .timeLimit(.minutes(4)), .onTestThreads) struct ReplicatedImportBackupTests {
+@Suite(.serialized, .timeLimit(.minutes(6)), .onTestThreads) struct ReplicatedImportBackupTests {
     /// The scenario with the ids an export gives it, so that importing it twice appends it once.
     static func exportedScenario(in sandbox: Sandbox) throws -> String {
         let source = try Scenario.sandbox()

@@ -6,7 +6,7 @@ import ReplicatedLog
 import Testing
 
 /// `parley verify` and `parley stats` on a replicated log: they read the stream from the servers.
-@Suite(.serialized, .timeLimit(.minutes(4)), .onTestThreads) struct ReplicatedStoreTests {
+@Suite(.serialized, .timeLimit(.minutes(6)), .onTestThreads) struct ReplicatedStoreTests {
     @Test func verifyAndStatsReadTheStreamAndNameADamagedMessage() async throws {
         let cluster = try await NATSCluster.start(servers: 1)
         defer { cluster.stop() }

@@ -7,7 +7,7 @@ import Testing
 /// A child process makes and destroys data keys (`CrashWriter --keys`) and is SIGKILLed at a random moment, again
 /// and again on the same store: every key it acknowledged is there, every destroy it acknowledged is complete, and
 /// the one destroy a kill may cut short leaves its owner either intact or erased — never a key half gone.
-@Suite(.onTestThreads, .timeLimit(.minutes(4))) struct KeyStoreCrashTests {
+@Suite(.onTestThreads, .timeLimit(.minutes(6))) struct KeyStoreCrashTests {
     static let rounds = 12
 
     @Test func killedAtAnyMomentTheStoreKeepsEveryKeyOrErasesItWhole() async throws {

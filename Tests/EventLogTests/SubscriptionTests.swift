@@ -50,7 +50,7 @@ import Testing
         )
     }
 
-    @Test(.timeLimit(.minutes(3)))
+    @Test(.timeLimit(.minutes(6)))
     func subscribersSeeEveryPositionOnceInOrderWhileProducersAppend() async throws {
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -87,7 +87,7 @@ import Testing
         try log.close()
     }
 
-    @Test(.timeLimit(.minutes(3)))
+    @Test(.timeLimit(.minutes(6)))
     func subscriberThatDoesNotConsumeDoesNotBlockTheWriter() async throws {
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }

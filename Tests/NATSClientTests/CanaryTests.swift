@@ -5,7 +5,7 @@ import Testing
 
 /// Canaries of server behaviour Parley relies on (DESIGN.md §6): if a nats-server release changes these, the
 /// replicated log's one-writer fence or its retry-without-duplicates breaks, and these tests say so first.
-@Suite(.serialized, .timeLimit(.minutes(3)), .onTestThreads)
+@Suite(.serialized, .timeLimit(.minutes(6)), .onTestThreads)
 struct CanaryTests {
     /// Canary: of 8 publishes racing with the same expected last sequence, exactly one is stored; 50 rounds, on a
     /// one-replica and on a three-replica stream of a three-server cluster.

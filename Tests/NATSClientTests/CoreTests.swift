@@ -3,7 +3,7 @@ import ParleyTestSupport
 import Testing
 
 /// Core NATS against one real nats-server.
-@Suite(.timeLimit(.minutes(3)), .onTestThreads)
+@Suite(.timeLimit(.minutes(6)), .onTestThreads)
 struct CoreTests {
     @Test func messagesRoundTripWithAndWithoutHeaders() async throws {
         try await NATSCluster.with { cluster in

@@ -4,7 +4,7 @@ import Synchronization
 import Testing
 
 /// The connection moves to another server of a three-server cluster when its own is killed.
-@Suite(.serialized, .timeLimit(.minutes(3)), .onTestThreads)
+@Suite(.serialized, .timeLimit(.minutes(6)), .onTestThreads)
 struct ReconnectTests {
     @Test func killingTheServerMovesTheConnectionAndSubscriptionsKeepReceiving() async throws {
         try await NATSCluster.with(servers: 3) { cluster in
@@ -124,7 +124,7 @@ struct ReconnectTests {
 }
 
 /// What happens to publishes while the only server is down.
-@Suite(.timeLimit(.minutes(3)), .onTestThreads)
+@Suite(.timeLimit(.minutes(6)), .onTestThreads)
 struct DisconnectedTests {
     @Test func publishesWaitInTheBoundedBufferAndAreSentAfterTheReconnect() async throws {
         try await NATSCluster.with { cluster in

@@ -10,7 +10,7 @@ import Testing
 
 /// The example terminal chat (`Examples/ChatCLI`), run as a child against `parley serve` with its standard input
 /// a pipe, as a script would run it.
-@Suite(.timeLimit(.minutes(4)), .onTestThreads) struct ChatCLITests {
+@Suite(.timeLimit(.minutes(6)), .onTestThreads) struct ChatCLITests {
     /// Lists the rooms with their unread counts; `/open 1` shows the room's messages and marks it read; a line
     /// sent comes back, another user's message arrives live, another room's message is announced; a refused
     /// `/open` prints the server's code and the chat goes on; `/dm` sends; `/quit` exits 0.

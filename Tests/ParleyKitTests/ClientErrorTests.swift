@@ -5,7 +5,7 @@ import ParleyTestSupport
 import Testing
 
 /// The server's refusals reach the caller as ``ParleyError`` with their status and code.
-@Suite(.timeLimit(.minutes(3)), .onTestThreads) struct ClientErrorTests {
+@Suite(.timeLimit(.minutes(6)), .onTestThreads) struct ClientErrorTests {
     @Test func refusalsKeepTheServersCodes() async throws {
         let server = try await ServeProcess()
         let alice = try await server.client("alice")

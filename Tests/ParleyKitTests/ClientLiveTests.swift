@@ -5,7 +5,7 @@ import ParleyTestSupport
 import Testing
 
 /// The live sequence across what ends a connection: what was sent meanwhile arrives once, in order.
-@Suite(.timeLimit(.minutes(4)), .onTestThreads) struct ClientLiveTests {
+@Suite(.timeLimit(.minutes(6)), .onTestThreads) struct ClientLiveTests {
     /// The first view, then changes on the room list and the room as they happen, typed.
     @Test func liveDeliversTheViewThenTypedChanges() async throws {
         let server = try await ServeProcess()

@@ -6,7 +6,7 @@ import Testing
 
 /// Every route of the contract called through ``ParleyClient`` against a real `parley serve`, in the order the
 /// apps use them: each answer checked for what the call changed.
-@Suite(.timeLimit(.minutes(4)), .onTestThreads) struct ClientRouteTests {
+@Suite(.timeLimit(.minutes(6)), .onTestThreads) struct ClientRouteTests {
     @Test func everyRouteAnswersThroughTheClient() async throws {
         let server = try await ServeProcess()
         let alice = try await server.client("alice")

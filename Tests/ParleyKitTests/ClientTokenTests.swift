@@ -5,7 +5,7 @@ import ParleyTestSupport
 import Testing
 
 /// Tokens the server refuses as expired are replaced through the token provider.
-@Suite(.timeLimit(.minutes(3)), .onTestThreads) struct ClientTokenTests {
+@Suite(.timeLimit(.minutes(6)), .onTestThreads) struct ClientTokenTests {
     @Test func anExpiredTokenIsRefreshedAndTheCallSucceeds() async throws {
         let server = try await ServeProcess()
         let box = try await TokenBox.make(user: "alice", firstTTL: -60)

@@ -14,7 +14,7 @@ import Testing
 /// writer reopens the log, no key is destroyed without its durable `UserErased`; once a writer has reopened it,
 /// every erasure the child acknowledged holds, a user is erased in the state exactly when their key is destroyed,
 /// and every other user's key still opens their profile.
-@Suite(.onTestThreads, .timeLimit(.minutes(3))) struct ErasureCrashTests {
+@Suite(.onTestThreads, .timeLimit(.minutes(6))) struct ErasureCrashTests {
     static let rounds = 20
     static let usersPerRound = 6
 

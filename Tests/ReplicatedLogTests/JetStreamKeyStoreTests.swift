@@ -11,7 +11,7 @@ import Testing
 /// key store contract, and two nodes sharing one stream.
 ///
 /// Serialized: each test starts its own servers.
-@Suite(.serialized, .timeLimit(.minutes(3)), .onTestThreads) struct JetStreamKeyStoreTests {
+@Suite(.serialized, .timeLimit(.minutes(6)), .onTestThreads) struct JetStreamKeyStoreTests {
     static let configuration = JetStreamKeyStore.Configuration(
         stream: "PARLEY_KEYS", subjectPrefix: "parley.parley.keys", replicas: 1)
 

@@ -7,7 +7,7 @@ import Testing
 
 /// A node's copy of the stream in a local directory: kept across restarts (a restart reads only the newer messages),
 /// byte for byte the stream's batches, refused to a second node, and set aside when it is not the stream's.
-@Suite(.serialized, .timeLimit(.minutes(3)), .onTestThreads) struct LocalCopyTests {
+@Suite(.serialized, .timeLimit(.minutes(6)), .onTestThreads) struct LocalCopyTests {
     static func configuration(_ cluster: NATSCluster, stream: String, node: String, directory: String?)
         -> ReplicatedLog.Configuration
     {

@@ -10,7 +10,7 @@ import Testing
 /// Account deletion over HTTP (docs/ERASURE.md): `GET /v1/me/export` before, `DELETE /v1/me` and
 /// `DELETE /v1/admin/users/{user}`, and what the erased user's tokens, live connections and idempotent answers, and
 /// the other users, see afterwards.
-@Suite(.timeLimit(.minutes(4)), .onTestThreads) struct AccountDeletionTests {
+@Suite(.timeLimit(.minutes(6)), .onTestThreads) struct AccountDeletionTests {
     /// Texts only Dana wrote: none may be readable anywhere once she is erased.
     static let canaries = [
         "dana-about-canary", "dana-dm-canary", "dana-group-canary", "dana-thanks-canary", "dana-walk-canary",

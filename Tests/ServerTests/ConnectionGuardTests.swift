@@ -8,7 +8,7 @@ import Testing
 
 /// What arrives before a request is whole: a head that never comes or never ends, a head too large, a body
 /// declared too large, and more connections than the server keeps.
-@Suite(.timeLimit(.minutes(4)), .onTestThreads) struct ConnectionGuardTests {
+@Suite(.timeLimit(.minutes(6)), .onTestThreads) struct ConnectionGuardTests {
     @Test func aConnectionThatSendsNothingIsClosedAtTheHeadTimeout() async throws {
         let harness = try await Harness { $0.headTimeout = .milliseconds(300) }
         try await harness.test { client in

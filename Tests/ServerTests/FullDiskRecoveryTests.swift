@@ -11,7 +11,7 @@ import Testing
 /// `parley serve` on a small file system that fills up: commands get 503 `storage` and `/readyz` 503, and once
 /// space is freed the server reopens its log by itself, `/readyz` answers 200 and commands are acknowledged again,
 /// without a restart; every acknowledged command is in the log once, and no refused one is.
-@Suite(.timeLimit(.minutes(4)), .onTestThreads) struct FullDiskRecoveryTests {
+@Suite(.timeLimit(.minutes(6)), .onTestThreads) struct FullDiskRecoveryTests {
     /// Each user's token, made once: on a loaded machine, minting one while a connection waits for its next request
     /// can take longer than the server's 10 s for a request head, and the server closes it.
     static let tokens = PlainMutex<[String: String]>([:])

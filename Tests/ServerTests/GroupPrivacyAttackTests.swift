@@ -8,7 +8,7 @@ import Testing
 
 /// The two holes of opening the server to the public, each replayed as the attacker would: a group open to anyone
 /// who knows (or guesses) its id, history included; and a block that did not reach group rooms.
-@Suite(.timeLimit(.minutes(4)), .onTestThreads) struct GroupPrivacyAttackTests {
+@Suite(.timeLimit(.minutes(6)), .onTestThreads) struct GroupPrivacyAttackTests {
     /// The `room` of a `{"room":…}` answer.
     static func room(of answer: Answer) throws -> String {
         let object = try JSONSerialization.jsonObject(with: Data(answer.body.utf8)) as? [String: Any]

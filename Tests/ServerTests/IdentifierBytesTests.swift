@@ -8,7 +8,7 @@ import Testing
 @testable import Server
 
 /// The server tells users apart by the bytes of their ids, as the engine does, and refuses ids the engine would.
-@Suite(.timeLimit(.minutes(4)), .onTestThreads) struct IdentifierBytesTests {
+@Suite(.timeLimit(.minutes(6)), .onTestThreads) struct IdentifierBytesTests {
     static let nfc = "jos\u{E9}"
     static let nfd = "jose\u{301}"
 

@@ -72,7 +72,7 @@ func send(_ engine: Engine, _ count: Int, prefix: String, size: Int = 10, from s
     return ids
 }
 
-@Suite(.timeLimit(.minutes(4)), .onTestThreads) struct LiveTests {
+@Suite(.timeLimit(.minutes(6)), .onTestThreads) struct LiveTests {
     /// A client cut off mid-stream reconnects `since` its last position and gets every message once.
     @Test func resumeSinceLastPositionHasNoGapAndNoDuplicate() async throws {
         let harness = try await Harness()

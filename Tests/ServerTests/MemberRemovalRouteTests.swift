@@ -7,7 +7,7 @@ import Testing
 @testable import Server
 
 /// `DELETE /v1/rooms/{room}/members/{user}`: a group's owner removes a member, who loses the room as on a leave.
-@Suite(.timeLimit(.minutes(4)), .onTestThreads) struct MemberRemovalRouteTests {
+@Suite(.timeLimit(.minutes(6)), .onTestThreads) struct MemberRemovalRouteTests {
     @Test func theOwnerRemovesAMemberAndTheRoomIsGoneForThem() async throws {
         let harness = try await Harness()
         try await seedWorld(harness.engine)

@@ -102,7 +102,7 @@ struct Scrape {
 
     /// A server over a log with a snapshot and a whole actor-index run of records (simulated beforehand), after
     /// two sign-ups, a direct message watched on the live channel and a refused message.
-    @Test(.timeLimit(.minutes(3))) func serveExposesEveryFamilyWithTheScenariosValues() async throws {
+    @Test(.timeLimit(.minutes(6))) func serveExposesEveryFamilyWithTheScenariosValues() async throws {
         let seeded = FileManager.default.temporaryDirectory.appendingPathComponent("parley-metrics-\(UUID())").path
         defer { try? FileManager.default.removeItem(atPath: seeded) }
         // 17,628 events: more than the actor index's first run of 16,384, and a snapshot written on close.
@@ -239,7 +239,7 @@ struct Scrape {
     }
 
     /// On a replicated follower: the node's role and how far the writer's last heartbeat is ahead of it.
-    @Test(.timeLimit(.minutes(3))) func replicatedNodesShowTheirRoleAndHeadLag() async throws {
+    @Test(.timeLimit(.minutes(6))) func replicatedNodesShowTheirRoleAndHeadLag() async throws {
         try await NATSCluster.with(servers: 1) { cluster in
             let ports = try NATSCluster.freePorts(count: 2)
             func node(_ name: String, port: Int, role: String) async throws -> ServeProcess {

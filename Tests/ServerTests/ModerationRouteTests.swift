@@ -10,7 +10,7 @@ import Testing
 /// Reports and moderation over HTTP: `POST /v1/reports`, the admins' queue `GET /v1/admin/reports`, the three
 /// resolutions of `POST /v1/admin/reports/{report}/resolution`, `DELETE /v1/admin/users/{user}/suspension`, and
 /// what members, live subscribers, a suspended user and `/metrics` see of them.
-@Suite(.timeLimit(.minutes(4)), .onTestThreads) struct ModerationRouteTests {
+@Suite(.timeLimit(.minutes(6)), .onTestThreads) struct ModerationRouteTests {
     // MARK: - Reporting
 
     @Test func aMemberReportsAMessageOfTheirRoomAndNoOneElseMay() async throws {

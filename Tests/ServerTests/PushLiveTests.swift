@@ -6,7 +6,7 @@ import Testing
 
 /// `parley serve --push-gateway`: no notification for a message to a member who watches its room live, and the push
 /// subscription's counts in `/metrics`.
-@Suite(.timeLimit(.minutes(4)), .onTestThreads) struct PushLiveTests {
+@Suite(.timeLimit(.minutes(6)), .onTestThreads) struct PushLiveTests {
     static let secret = "a-push-gateway-secret-of-at-least-32-bytes"
 
     /// `parley serve` pushing to `receiver`'s gateway, with the secret in a file of its own (removed with the

@@ -6,7 +6,7 @@ import Testing
 
 /// `parley serve --push-gateway URL --push-secret-file F` as a process: the app registers a device over HTTP, a
 /// message reaches the gateway signed, and a restart resumes from the stored position (at least once).
-@Suite(.timeLimit(.minutes(4)), .onTestThreads) struct PushProcessTests {
+@Suite(.timeLimit(.minutes(6)), .onTestThreads) struct PushProcessTests {
     static let secret = "a-push-gateway-secret-of-at-least-32-bytes"
 
     /// The notification in each request the gateway received, in order.

@@ -8,7 +8,7 @@ import Testing
 
 /// `PUT`/`DELETE /v1/me/devices/{device}`, `PUT`/`DELETE /v1/rooms/{room}/mute`, `PUT /v1/me/push-settings`: each
 /// the caller's own.
-@Suite(.timeLimit(.minutes(4)), .onTestThreads) struct PushRouteTests {
+@Suite(.timeLimit(.minutes(6)), .onTestThreads) struct PushRouteTests {
     static let device =
         #"{"platform":"apns","token":"740f4707bebcf74f9b7c25d48e3358945f6aa01da5ddb387462c7eaf61bb78ad","appID":"com.example.walks"}"#
 

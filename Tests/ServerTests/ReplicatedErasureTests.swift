@@ -7,7 +7,7 @@ import Testing
 
 /// Erasure on a replicated Parley (docs/ERASURE.md): keys live in a JetStream stream beside the log, so every node
 /// opens the same seals, and an erasure on the writer reaches every node and every node started afterwards.
-@Suite(.serialized, .timeLimit(.minutes(3)), .onTestThreads) struct ReplicatedErasureTests {
+@Suite(.serialized, .timeLimit(.minutes(6)), .onTestThreads) struct ReplicatedErasureTests {
     static func open(_ cluster: NATSCluster, node: String, writes: Bool) async throws -> ReplicatedLog {
         var configuration = ReplicatedLog.Configuration(
             servers: cluster.addresses, stream: "ERASE", replicas: cluster.count, node: node)

@@ -7,7 +7,7 @@ import Testing
 
 /// A replicated node keeps snapshots in its copy of the stream as a local log does: a follower writes them while it
 /// follows and when it closes, and a node started again on its copy starts from the newest one.
-@Suite(.serialized, .timeLimit(.minutes(3)), .onTestThreads) struct ReplicatedSnapshotTests {
+@Suite(.serialized, .timeLimit(.minutes(6)), .onTestThreads) struct ReplicatedSnapshotTests {
     static func open(_ cluster: NATSCluster, node: String, directory: String?, writes: Bool) async throws
         -> ReplicatedLog
     {

@@ -11,7 +11,7 @@ import Testing
 #endif
 
 /// `parley serve` as a process: SIGTERM in the middle of a stream of commands.
-@Suite(.timeLimit(.minutes(4)), .onTestThreads) struct ShutdownTests {
+@Suite(.timeLimit(.minutes(6)), .onTestThreads) struct ShutdownTests {
     static func post(_ client: HTTPWire, _ path: String, user: String, json: String) async throws -> WireResponse {
         try await post(client, path, authorization: "Bearer " + (try await token(user)), json: json)
     }

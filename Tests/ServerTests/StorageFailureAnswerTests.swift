@@ -11,7 +11,7 @@ import Testing
 #endif
 
 /// A failed store is a 503 with a code; where the log lives on the server stays on the server.
-@Suite(.timeLimit(.minutes(4)), .onTestThreads) struct StorageFailureAnswerTests {
+@Suite(.timeLimit(.minutes(6)), .onTestThreads) struct StorageFailureAnswerTests {
     @Test func aStoreFailureIs503WithoutTheServersPaths() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("parley-503-\(UUID())").path
         defer {

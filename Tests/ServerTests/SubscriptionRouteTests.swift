@@ -22,7 +22,7 @@ extension Harness {
 
 /// The admin routes over durable subscriptions, and their metrics: a webhook whose receiver fails until its
 /// delivery is parked, then is retried by an admin.
-@Suite(.timeLimit(.minutes(3)), .onTestThreads) struct SubscriptionRouteTests {
+@Suite(.timeLimit(.minutes(6)), .onTestThreads) struct SubscriptionRouteTests {
     static let secret = Array("a-webhook-secret-of-at-least-thirty-two-bytes".utf8)
 
     static func eventually(_ condition: () async throws -> Bool) async throws {

@@ -8,7 +8,7 @@ import Testing
 @testable import Server
 
 /// `GET /v1/me/sync?since=P`: what changed for the caller after P, and the position to resume from.
-@Suite(.timeLimit(.minutes(4)), .onTestThreads) struct SyncRouteTests {
+@Suite(.timeLimit(.minutes(6)), .onTestThreads) struct SyncRouteTests {
     static func object(_ answer: Answer) throws -> [String: Any] {
         try #require(try JSONSerialization.jsonObject(with: Data(answer.body.utf8)) as? [String: Any], "\(answer.body)")
     }

@@ -9,7 +9,7 @@ import Testing
 
 /// Which key a provider's token names, what a live upgrade with a bad token is told, and what happens to a live
 /// connection when its token expires.
-@Suite(.timeLimit(.minutes(4)), .onTestThreads) struct TokenLifetimeTests {
+@Suite(.timeLimit(.minutes(6)), .onTestThreads) struct TokenLifetimeTests {
     /// An ES256 key as a JWKS entry named `kid`, and a collection that signs with it under that name.
     static func key(_ kid: String) async -> (jwk: String, signer: JWTKeyCollection) {
         let key = ES256PrivateKey()

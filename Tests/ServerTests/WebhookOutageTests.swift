@@ -5,7 +5,7 @@ import Projections
 import Testing
 
 /// `parley serve --webhook` as a process, its receiver down for a minute while events keep coming.
-@Suite(.timeLimit(.minutes(4)), .onTestThreads) struct WebhookOutageTests {
+@Suite(.timeLimit(.minutes(6)), .onTestThreads) struct WebhookOutageTests {
     /// The positions of the events in `requests`, in the order they came.
     static func positions(_ requests: [WebhookReceiver.Request]) -> [UInt64] {
         requests.flatMap(\.lines).compactMap { try? EventEnvelope(jsonLine: $0).position?.rawValue }
