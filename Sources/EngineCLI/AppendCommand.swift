@@ -109,6 +109,8 @@ struct LineReader {
     /// The length so far of an overlong line being skipped, or nil.
     private var skipped: Int?
     private var isAtEnd = false
+    /// What each read fills.
+    private var buffer = [UInt8](repeating: 0, count: 1 << 16)
 
     init(_ handle: FileHandle, limit: Int = EventEnvelope.maximumLineLength) {
         self.handle = handle
@@ -140,10 +142,10 @@ struct LineReader {
 
     /// The bytes one `read` returns (empty at the end of input). Foundation's `availableData` would stop the
     /// process on any failure, EINTR included.
-    private func readChunk() throws -> Data {
-        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+    private mutating func readChunk() throws -> Data {
+        let descriptor = handle.fileDescriptor
         while true {
-            let count = buffer.withUnsafeMutableBytes { Glibc.read(handle.fileDescriptor, $0.baseAddress, $0.count) }
+            let count = buffer.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
             if count >= 0 { return Data(buffer[0..<count]) }
             let code = errno
             if code == EINTR { continue }

@@ -237,6 +237,10 @@ final class LiveSession: Sendable {
         }
     }
 
+    /// What becomes of a frame that arrived: delivered, dropped as a repeat, or the end of a connection whose
+    /// reader is `bufferLimit` changes behind.
+    private enum Verdict { case deliver, repeated, behind }
+
     /// One connection: subscribes each topic since what was delivered, then delivers what arrives.
     private func serve(_ inbound: WebSocketInboundStream, _ outbound: WebSocketOutboundWriter) async throws {
         let (floors, ended) = state.withLock { state in
@@ -264,7 +268,6 @@ final class LiveSession: Sendable {
             guard let change = frame.change, let topic = frame.topic.flatMap(LiveTopic.init(wireName:)) else {
                 continue
             }
-            enum Verdict { case deliver, repeated, behind }
             let floor = floors[topic] ?? since
             let verdict = state.withLock { state -> Verdict in
                 if let position = frame.position {

@@ -16,10 +16,7 @@ import Testing
     /// `/open` prints the server's code and the chat goes on; `/dm` sends; `/quit` exits 0.
     @Test func chatListsOpensSendsAndShowsOthersMessagesLive() async throws {
         let server = try await ServeProcess()
-        let alice = try await server.client("alice")
-        let bob = try await server.client("bob")
-        _ = try await alice.signUp(.init(email: "alice@example.com", method: .email))
-        _ = try await bob.signUp(.init(email: "bob@example.com", method: .email))
+        let (alice, bob) = try await server.aliceAndBob()
         let pair = try await bob.createGroup(name: "Pair", members: ["alice"]).room
         _ = try await bob.sendMessage(in: pair, body: "early")
 

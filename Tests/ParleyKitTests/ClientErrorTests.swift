@@ -8,10 +8,7 @@ import Testing
 @Suite(.timeLimit(.minutes(6)), .onTestThreads) struct ClientErrorTests {
     @Test func refusalsKeepTheServersCodes() async throws {
         let server = try await ServeProcess()
-        let alice = try await server.client("alice")
-        let bob = try await server.client("bob")
-        _ = try await alice.signUp(.init(email: "alice@example.com", method: .email))
-        _ = try await bob.signUp(.init(email: "bob@example.com", method: .email))
+        let (alice, bob) = try await server.aliceAndBob()
         let room = try await alice.createGroup(name: "Private", members: []).room
 
         let notMember = try await parleyError { try await bob.sendMessage(in: room, body: "let me in") }

@@ -9,10 +9,7 @@ import Testing
     /// The first view, then changes on the room list and the room as they happen, typed.
     @Test func liveDeliversTheViewThenTypedChanges() async throws {
         let server = try await ServeProcess()
-        let alice = try await server.client("alice")
-        let bob = try await server.client("bob")
-        _ = try await alice.signUp(.init(email: "alice@example.com", method: .email))
-        _ = try await bob.signUp(.init(email: "bob@example.com", method: .email))
+        let (alice, bob) = try await server.aliceAndBob()
         let room = try await bob.createGroup(name: "Pair", members: ["alice"]).room
         let early = try await bob.sendMessage(in: room, body: "early")
 
@@ -54,10 +51,7 @@ import Testing
     /// topic was refused ends.
     @Test func aRoomOneIsNotInIsRefusedWithItsCode() async throws {
         let server = try await ServeProcess()
-        let alice = try await server.client("alice")
-        let bob = try await server.client("bob")
-        _ = try await alice.signUp(.init(email: "alice@example.com", method: .email))
-        _ = try await bob.signUp(.init(email: "bob@example.com", method: .email))
+        let (alice, bob) = try await server.aliceAndBob()
         let room = try await bob.createGroup(name: "Bob's", members: []).room
 
         let recorder = LiveRecorder(alice.live(topics: [.room(room), .rooms]))
@@ -78,11 +72,8 @@ import Testing
     /// closed, and once the reader reads on, every change arrives, once, in order.
     @Test func aReaderThatFallsBehindMissesNothing() async throws {
         let server = try await ServeProcess()
-        let alice = try await server.client("alice")
-        let bob = try await server.client("bob")
+        let (alice, bob) = try await server.aliceAndBob()
         let admin = try await server.client("root", admin: true)
-        _ = try await alice.signUp(.init(email: "alice@example.com", method: .email))
-        _ = try await bob.signUp(.init(email: "bob@example.com", method: .email))
         let room = try await bob.createGroup(name: "Pair", members: ["alice"]).room
         _ = try await bob.sendMessage(in: room, body: "in the first view")
 
@@ -113,10 +104,7 @@ import Testing
         let data = FileManager.default.temporaryDirectory.appendingPathComponent("parley-kit-\(UUID())")
         defer { try? FileManager.default.removeItem(at: data) }
         let first = try await ServeProcess(data: data.path)
-        let alice = try await first.client("alice")
-        let bob = try await first.client("bob")
-        _ = try await alice.signUp(.init(email: "alice@example.com", method: .email))
-        _ = try await bob.signUp(.init(email: "bob@example.com", method: .email))
+        let (alice, bob) = try await first.aliceAndBob()
         let room = try await bob.createGroup(name: "Pair", members: ["alice"]).room
 
         let recorder = LiveRecorder(alice.live(topics: [.room(room)]))

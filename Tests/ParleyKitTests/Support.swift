@@ -58,6 +58,15 @@ extension ServeProcess {
         let tokens = if let box { box } else { try await TokenBox.make(user: user, admin: admin) }
         return ParleyClient(baseURL: baseURL, tokenProvider: tokens.token(refresh:), retryPolicy: retryPolicy)
     }
+
+    /// Clients for Alice and Bob, each signed up by e-mail.
+    func aliceAndBob() async throws -> (alice: ParleyClient, bob: ParleyClient) {
+        let alice = try await client("alice")
+        let bob = try await client("bob")
+        _ = try await alice.signUp(.init(email: "alice@example.com", method: .email))
+        _ = try await bob.signUp(.init(email: "bob@example.com", method: .email))
+        return (alice, bob)
+    }
 }
 
 /// Calls `body` and returns the ``ParleyError`` it throws.
